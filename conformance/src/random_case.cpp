@@ -1,0 +1,221 @@
+#include <pacts/conformance/random_case.h>
+#include <pacts/spec/formats.h>
+#include <pacts/spec/validate.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+
+namespace pacts::conformance {
+namespace {
+
+template <class T, size_t N>
+T pick(std::mt19937_64& rng, const std::array<T, N>& items) {
+  return items[rng() % N];
+}
+
+// Contexts weighted to the edges that break kernels (spec/properties.md, generation).
+int32_t edge_context(std::mt19937_64& rng, const CaseShape& s) {
+  const int32_t P = s.page_size, L = s.q_len;
+  const std::array<int32_t, 11> edges = {0, 1, L - 1, L, P - 1, P, P + 1, 2 * P - 1, 2 * P + 1,
+                                         s.max_context, s.max_context - 1};
+  if (rng() % 3 != 0) return std::clamp(edges[rng() % edges.size()], 0, s.max_context);
+  return static_cast<int32_t>(rng() % static_cast<uint64_t>(s.max_context + 1));
+}
+
+void put(std::vector<uint8_t>& buf, int64_t byte_offset, uint32_t code, int bytes) {
+  for (int i = 0; i < bytes; ++i)
+    buf[static_cast<size_t>(byte_offset + i)] = static_cast<uint8_t>(code >> (8 * i));
+}
+
+// A value of moderate magnitude in format f: normal(0, sigma) rounded to the format.
+uint32_t random_code(std::mt19937_64& rng, pacts_format f, double sigma) {
+  std::normal_distribution<double> normal(0.0, sigma);
+  return spec::encode(f, normal(rng), spec::Overflow::kSaturate);
+}
+
+double data_sigma(pacts_format f) {
+  switch (f) {
+    case PACTS_FORMAT_E2M1: return 2.0;
+    case PACTS_FORMAT_E4M3FN:
+    case PACTS_FORMAT_E4M3FNUZ:
+    case PACTS_FORMAT_E5M2:
+    case PACTS_FORMAT_E5M2FNUZ: return 16.0;
+    default: return 1.0;
+  }
+}
+
+void fill_pool_row(std::mt19937_64& rng, const pacts_problem& p, const pacts_pool_layout& l,
+                   std::vector<uint8_t>& buf, int64_t page, int64_t head, int64_t slot) {
+  const int64_t base = page * l.s_page + head * l.s_head + slot * l.s_tok;
+  if (p.kv_format == PACTS_FORMAT_E2M1) {
+    for (int64_t u = 0; u < p.head_dim / 2; ++u)
+      buf[static_cast<size_t>(base + (u / l.chunk) * l.s_chunk + u % l.chunk)] =
+          static_cast<uint8_t>(rng());
+    return;
+  }
+  const int eb = spec::element_bytes(p.kv_format);
+  for (int64_t d = 0; d < p.head_dim; ++d)
+    put(buf, (base + (d / l.chunk) * l.s_chunk + d % l.chunk) * eb,
+        random_code(rng, p.kv_format, data_sigma(p.kv_format)), eb);
+}
+
+void fill_scales(std::mt19937_64& rng, const pacts_problem& p, pacts_scale_mode mode,
+                 const pacts_scale_layout& l, std::vector<uint8_t>& buf, int64_t page,
+                 int64_t head, int64_t slot) {
+  const int64_t base = page * l.s_page + head * l.s_head + slot * l.s_tok;
+  if (mode == PACTS_SCALE_PER_TOKEN) {
+    std::uniform_real_distribution<double> e(-6.0, -2.0);
+    const float s = static_cast<float>(std::exp2(e(rng)));
+    std::memcpy(&buf[static_cast<size_t>(base * 4)], &s, 4);
+  } else if (mode == PACTS_SCALE_MX_BLOCK) {
+    for (int64_t blk = 0; blk < p.head_dim / 32; ++blk)
+      buf[static_cast<size_t>(base + blk * l.s_block)] = static_cast<uint8_t>(122 + rng() % 6);
+  }
+}
+
+pacts_scale_layout scale_layout(const pacts_problem& p, pacts_scale_mode mode) {
+  const int64_t blocks = mode == PACTS_SCALE_MX_BLOCK ? p.head_dim / 32 : 1;
+  // [pages, Hkv, page_size, blocks]
+  return {p.num_kv_heads * p.page_size * blocks, p.page_size * blocks, blocks, 1};
+}
+
+}  // namespace
+
+pacts_pool_layout pool_layout(PoolLayout layout, const pacts_problem& p, bool is_k) {
+  const bool e2m1 = p.kv_format == PACTS_FORMAT_E2M1;
+  const int64_t U = e2m1 ? p.head_dim / 2 : p.head_dim;  // units per row
+  const int64_t H = p.num_kv_heads, P = p.page_size;
+  const int32_t unit = static_cast<int32_t>(U);
+  switch (layout) {
+    case PoolLayout::kNHD: return {P * H * U, U, H * U, U, unit, 0};
+    case PoolLayout::kHND: return {H * P * U, P * U, U, U, unit, 0};
+    case PoolLayout::kXPackedK: {
+      const int64_t x = e2m1 ? 16 : 16 / spec::element_bytes(p.kv_format);  // 16 bytes per chunk
+      return {H * U * P, U * P, x, P * x, static_cast<int32_t>(x), 0};
+    }
+    case PoolLayout::kDimMajorV: return {H * U * P, U * P, 1, P, 1, 0};
+    case PoolLayout::kPadded: {
+      const int64_t row = U + (is_k ? 32 : 16);
+      return {H * P * row + 64, P * row, row, U, unit, 0};
+    }
+  }
+  return {};
+}
+
+CaseShape random_shape(uint64_t seed, int32_t max_context) {
+  std::mt19937_64 rng(seed);
+  CaseShape s;
+  s.batch = 1 + static_cast<int32_t>(rng() % 4);
+  s.q_len = pick(rng, std::array<int32_t, 5>{1, 1, 2, 4, 5});
+  s.num_kv_heads = 1 + static_cast<int32_t>(rng() % 2);
+  s.num_q_heads = s.num_kv_heads * pick(rng, std::array<int32_t, 4>{1, 2, 4, 8});
+  s.head_dim = pick(rng, std::array<int32_t, 3>{64, 64, 128});
+  s.page_size = pick(rng, std::array<int32_t, 4>{8, 16, 32, 64});
+  s.kv_format = pick(rng, std::array<pacts_format, 7>{
+                              PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+                              PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
+                              PACTS_FORMAT_E2M1});
+  s.q_format = pick(rng, std::array<pacts_format, 4>{PACTS_FORMAT_BF16, PACTS_FORMAT_FP16,
+                                                      PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E5M2});
+  s.out_format = pick(rng, std::array<pacts_format, 3>{PACTS_FORMAT_BF16, PACTS_FORMAT_FP16,
+                                                        PACTS_FORMAT_FP32});
+  const auto mode = [&]() {
+    if (s.kv_format == PACTS_FORMAT_E2M1) return PACTS_SCALE_MX_BLOCK;
+    if (s.kv_format == PACTS_FORMAT_BF16 || s.kv_format == PACTS_FORMAT_FP16)
+      return pick(rng, std::array<pacts_scale_mode, 2>{PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR});
+    return pick(rng, std::array<pacts_scale_mode, 3>{PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR,
+                                                     PACTS_SCALE_PER_TOKEN});
+  };
+  s.k_scale_mode = mode();
+  s.v_scale_mode = mode();
+  s.nibble_order = rng() % 2 ? PACTS_NIBBLE_LOW_FIRST : PACTS_NIBBLE_HIGH_FIRST;
+  s.k_layout = pick(rng, std::array<PoolLayout, 4>{PoolLayout::kNHD, PoolLayout::kHND,
+                                                    PoolLayout::kXPackedK, PoolLayout::kPadded});
+  s.v_layout = pick(rng, std::array<PoolLayout, 4>{PoolLayout::kNHD, PoolLayout::kHND,
+                                                    PoolLayout::kDimMajorV, PoolLayout::kPadded});
+  s.softcap = rng() % 4 == 0 ? 5.0f + static_cast<float>(rng() % 40) : 0.0f;
+  s.window = rng() % 4 == 0 ? 1 + static_cast<int32_t>(rng() % 40) : 0;
+  s.sinks = rng() % 3 == 0;
+  s.lse = rng() % 4 != 0;
+  s.max_context = max_context;
+  s.extra_pages = static_cast<int32_t>(rng() % 4);
+  return s;
+}
+
+CaseData make_case(const CaseShape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int32_t max_pages = (s.max_context + s.page_size - 1) / s.page_size;
+  std::vector<int32_t> ctx(static_cast<size_t>(s.batch));
+  int32_t used_pages = 0;
+  for (int32_t& c : ctx) {
+    c = edge_context(rng, s);
+    used_pages += (c + s.page_size - 1) / s.page_size;
+  }
+  CaseData c;
+  pacts_problem& p = c.problem;
+  p = spec::make_problem(s.batch, s.q_len, s.num_q_heads, s.num_kv_heads, s.head_dim, s.page_size,
+                         used_pages + s.extra_pages, std::max(max_pages, 1));
+  p.q_format = s.q_format;
+  p.kv_format = s.kv_format;
+  p.out_format = s.out_format;
+  p.k_scale_mode = s.k_scale_mode;
+  p.v_scale_mode = s.v_scale_mode;
+  p.nibble_order = s.nibble_order;
+  p.softmax_scale = static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
+  if (spec::element_bytes(s.q_format) == 1) p.q_scale = 0.125f;
+  if (p.k_scale_mode == PACTS_SCALE_PER_TENSOR) p.k_scale = 0.25f;
+  if (p.v_scale_mode == PACTS_SCALE_PER_TENSOR) p.v_scale = 0.5f;
+  p.k_layout = pool_layout(s.k_layout, p, true);
+  p.v_layout = pool_layout(s.v_layout, p, false);
+  p.k_scale_layout = scale_layout(p, p.k_scale_mode);
+  p.v_scale_layout = scale_layout(p, p.v_scale_mode);
+  p.softcap = s.softcap;
+  p.window = s.window;
+  p.has_sinks = s.sinks ? 1 : 0;
+  p.want_lse = s.lse ? 1 : 0;
+  c.allocate();
+  c.context_lens = ctx;
+
+  // Random physical pages: a permutation, so page ids never follow logical order.
+  std::vector<int32_t> pages(static_cast<size_t>(p.num_pages));
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  size_t next = 0;
+  for (int32_t b = 0; b < p.batch; ++b) {
+    const int32_t n = (ctx[static_cast<size_t>(b)] + p.page_size - 1) / p.page_size;
+    for (int32_t col = 0; col < n; ++col)
+      c.block_table[static_cast<size_t>(b * p.block_table_stride + col)] = pages[next++];
+  }
+
+  // Data for every row of every page (owned or not; poison_unowned overwrites the rest).
+  for (int64_t page = 0; page < p.num_pages; ++page)
+    for (int64_t h = 0; h < p.num_kv_heads; ++h)
+      for (int64_t t = 0; t < p.page_size; ++t) {
+        fill_pool_row(rng, p, p.k_layout, c.k, page, h, t);
+        fill_pool_row(rng, p, p.v_layout, c.v, page, h, t);
+        fill_scales(rng, p, p.k_scale_mode, p.k_scale_layout, c.k_scale, page, h, t);
+        fill_scales(rng, p, p.v_scale_mode, p.v_scale_layout, c.v_scale, page, h, t);
+      }
+  const int qb = spec::element_bytes(p.q_format);
+  const double q_sigma = qb == 1 ? 8.0 : 1.0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.q_len; ++i)
+      for (int64_t h = 0; h < p.num_q_heads; ++h)
+        for (int64_t d = 0; d < p.head_dim; ++d)
+          put(c.q, (b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d) * qb,
+              random_code(rng, p.q_format, q_sigma), qb);
+  if (p.has_sinks) {
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    for (int64_t h = 0; h < p.num_q_heads; ++h) {
+      const float sink = normal(rng);
+      std::memcpy(&c.sinks[static_cast<size_t>(h * 4)], &sink, 4);
+    }
+  }
+  return c;
+}
+
+}  // namespace pacts::conformance

@@ -1,0 +1,108 @@
+// Case data, ownership and poison fills: the machinery every poison property relies on. If
+// owned_bytes() marked too much, poison checks could not fail; too little, they would fail a
+// correct kernel.
+#include <pacts/conformance/case_data.h>
+#include <pacts/conformance/random_case.h>
+#include <pacts/spec/validate.h>
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace pacts::conformance {
+namespace {
+
+TEST(VisibleKeys, CausalAndWindowUnion) {
+  pacts_problem p = spec::make_problem(1, 1, 1, 1, 64, 8, 4, 4);
+  EXPECT_EQ(visible_keys(p, 10).first, 0);
+  EXPECT_EQ(visible_keys(p, 10).last, 9);
+  p.q_len = 2;
+  p.window = 3;  // rows at pos 8 (keys 6..8) and 9 (keys 7..9)
+  EXPECT_EQ(visible_keys(p, 10).first, 6);
+  EXPECT_EQ(visible_keys(p, 10).last, 9);
+  EXPECT_GT(visible_keys(p, 0).first, visible_keys(p, 0).last);  // empty
+  p.window = 100;
+  EXPECT_EQ(visible_keys(p, 10).first, 0);
+}
+
+CaseShape small_shape() {
+  CaseShape s;
+  s.batch = 2;
+  s.page_size = 8;
+  s.max_context = 20;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  s.k_scale_mode = PACTS_SCALE_PER_TOKEN;
+  return s;
+}
+
+TEST(OwnedBytes, CountsExactlyTheVisibleRows) {
+  CaseData c = make_case(small_shape(), 7);
+  c.context_lens = {13, 0};
+  const Ownership own = owned_bytes(c);
+  const auto count = [](const std::vector<uint8_t>& f) { return std::accumulate(f.begin(), f.end(), 0); };
+  const int rows = 13 * c.problem.num_kv_heads;
+  EXPECT_EQ(count(own.k), rows * c.problem.head_dim);  // e4m3: one byte per element
+  EXPECT_EQ(count(own.v), rows * c.problem.head_dim);
+  EXPECT_EQ(count(own.k_scale), rows * 4);             // one fp32 per row
+  EXPECT_EQ(count(own.v_scale), 0);                    // V has no per-token scales here
+  EXPECT_EQ(count(own.block_table), 2);                // pages 0 and 1 of sequence 0
+}
+
+TEST(Poison, OverwritesEveryUnownedByteAndNothingElse) {
+  CaseData c = make_case(small_shape(), 11);
+  c.context_lens = {13, 3};
+  CaseData dirty = c;
+  ASSERT_TRUE(poison_unowned(dirty, Poison::kNaN, 5));
+  const Ownership own = owned_bytes(c);
+  for (size_t i = 0; i < c.k.size(); ++i) {
+    if (own.k[i]) {
+      ASSERT_EQ(dirty.k[i], c.k[i]) << "owned K byte " << i << " changed";
+    } else {
+      ASSERT_EQ(dirty.k[i], 0x7F) << "unowned K byte " << i << " not poisoned with e4m3fn NaN";
+    }
+  }
+  const uint8_t fp32_nan[4] = {0x00, 0x00, 0xC0, 0x7F};  // 0x7FC00000, little endian
+  for (size_t i = 0; i < c.k_scale.size(); ++i) {
+    if (own.k_scale[i]) {
+      ASSERT_EQ(dirty.k_scale[i], c.k_scale[i]) << "owned scale byte " << i << " changed";
+    } else {
+      ASSERT_EQ(dirty.k_scale[i], fp32_nan[i % 4]) << "unowned scale byte " << i;
+    }
+  }
+  for (size_t i = 0; i < c.block_table.size(); ++i) {
+    if (own.block_table[i]) {
+      EXPECT_EQ(dirty.block_table[i], c.block_table[i]);
+    }
+  }
+}
+
+TEST(Poison, InfFillOfAFormatWithoutInfIsNotApplicable) {
+  CaseData c = make_case(small_shape(), 3);
+  CaseData dirty = c;
+  EXPECT_FALSE(poison_unowned(dirty, Poison::kInf, 1));  // e4m3fn has no Inf (seeds.md #7092)
+  EXPECT_EQ(dirty.k, c.k);
+  CaseShape s = small_shape();
+  s.kv_format = PACTS_FORMAT_E5M2;
+  CaseData e5 = make_case(s, 3);
+  EXPECT_TRUE(poison_unowned(e5, Poison::kInf, 1));
+}
+
+TEST(RandomCase, EveryGeneratedCaseIsValid) {
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    CaseData c = make_case(random_shape(seed), seed);
+    const spec::Status s = spec::validate(c.problem, c.buffers());
+    ASSERT_TRUE(s.is_ok()) << "seed " << seed << ": " << s.to_string();
+  }
+}
+
+TEST(RandomCase, SameSeedSameBytes) {
+  const CaseData a = make_case(random_shape(42), 42);
+  const CaseData b = make_case(random_shape(42), 42);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.v, b.v);
+  EXPECT_EQ(a.q, b.q);
+  EXPECT_EQ(a.block_table, b.block_table);
+}
+
+}  // namespace
+}  // namespace pacts::conformance
