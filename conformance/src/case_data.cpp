@@ -6,7 +6,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
-#include <random>
+#include <pacts/conformance/rng.h>
 
 namespace pacts::conformance {
 namespace {
@@ -79,10 +79,10 @@ std::vector<uint8_t> fill_pattern(pacts_format f, Poison fill) {
 }
 
 void fill_unowned(std::vector<uint8_t>& bytes, const std::vector<uint8_t>& owned,
-                  const std::vector<uint8_t>& pattern, std::mt19937_64& rng) {
+                  const std::vector<uint8_t>& pattern, Rng& rng) {
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (owned[i]) continue;
-    bytes[i] = pattern.empty() ? static_cast<uint8_t>(rng()) : pattern[i % pattern.size()];
+    bytes[i] = pattern.empty() ? static_cast<uint8_t>(rng.next()) : pattern[i % pattern.size()];
   }
 }
 
@@ -165,7 +165,7 @@ bool poison_unowned(CaseData& c, Poison fill, uint64_t seed) {
     if (data_pattern.empty() || (mx && scale_pattern.empty())) return false;
     if (scale_pattern.empty()) scale_pattern = fill_pattern(PACTS_FORMAT_FP32, Poison::kNaN);
   }
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   const Ownership own = owned_bytes(c);
   fill_unowned(c.k, own.k, data_pattern, rng);
   fill_unowned(c.v, own.v, data_pattern, rng);
@@ -176,7 +176,7 @@ bool poison_unowned(CaseData& c, Poison fill, uint64_t seed) {
                                        std::numeric_limits<int32_t>::max(), p.num_pages};
   for (size_t i = 0; i < c.block_table.size(); ++i) {
     if (own.block_table[i]) continue;
-    const uint64_t r = rng();
+    const uint64_t r = rng.next();
     c.block_table[i] = (r % 3 == 0 && p.num_pages > 0)
                            ? static_cast<int32_t>(r % static_cast<uint64_t>(p.num_pages))
                            : wild[r % wild.size()];

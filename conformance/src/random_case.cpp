@@ -1,4 +1,5 @@
 #include <pacts/conformance/random_case.h>
+#include <pacts/conformance/rng.h>
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
@@ -7,23 +8,22 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <random>
 
 namespace pacts::conformance {
 namespace {
 
 template <class T, size_t N>
-T pick(std::mt19937_64& rng, const std::array<T, N>& items) {
-  return items[rng() % N];
+T pick(Rng& rng, const std::array<T, N>& items) {
+  return items[rng.below(N)];
 }
 
 // Contexts weighted to the edges that break kernels (spec/properties.md, generation).
-int32_t edge_context(std::mt19937_64& rng, const CaseShape& s) {
+int32_t edge_context(Rng& rng, const CaseShape& s) {
   const int32_t P = s.page_size, L = s.q_len;
   const std::array<int32_t, 11> edges = {0, 1, L - 1, L, P - 1, P, P + 1, 2 * P - 1, 2 * P + 1,
                                          s.max_context, s.max_context - 1};
-  if (rng() % 3 != 0) return std::clamp(edges[rng() % edges.size()], 0, s.max_context);
-  return static_cast<int32_t>(rng() % static_cast<uint64_t>(s.max_context + 1));
+  if (rng.below(3) != 0) return std::clamp(edges[rng.below(edges.size())], 0, s.max_context);
+  return rng.range(0, s.max_context);
 }
 
 void put(std::vector<uint8_t>& buf, int64_t byte_offset, uint32_t code, int bytes) {
@@ -32,9 +32,8 @@ void put(std::vector<uint8_t>& buf, int64_t byte_offset, uint32_t code, int byte
 }
 
 // A value of moderate magnitude in format f: normal(0, sigma) rounded to the format.
-uint32_t random_code(std::mt19937_64& rng, pacts_format f, double sigma) {
-  std::normal_distribution<double> normal(0.0, sigma);
-  return spec::encode(f, normal(rng), spec::Overflow::kSaturate);
+uint32_t random_code(Rng& rng, pacts_format f, double sigma) {
+  return spec::encode(f, rng.normal(sigma), spec::Overflow::kSaturate);
 }
 
 double data_sigma(pacts_format f) {
@@ -48,13 +47,13 @@ double data_sigma(pacts_format f) {
   }
 }
 
-void fill_pool_row(std::mt19937_64& rng, const pacts_problem& p, const pacts_pool_layout& l,
+void fill_pool_row(Rng& rng, const pacts_problem& p, const pacts_pool_layout& l,
                    std::vector<uint8_t>& buf, int64_t page, int64_t head, int64_t slot) {
   const int64_t base = page * l.s_page + head * l.s_head + slot * l.s_tok;
   if (p.kv_format == PACTS_FORMAT_E2M1) {
     for (int64_t u = 0; u < p.head_dim / 2; ++u)
       buf[static_cast<size_t>(base + (u / l.chunk) * l.s_chunk + u % l.chunk)] =
-          static_cast<uint8_t>(rng());
+          static_cast<uint8_t>(rng.next());
     return;
   }
   const int eb = spec::element_bytes(p.kv_format);
@@ -63,17 +62,17 @@ void fill_pool_row(std::mt19937_64& rng, const pacts_problem& p, const pacts_poo
         random_code(rng, p.kv_format, data_sigma(p.kv_format)), eb);
 }
 
-void fill_scales(std::mt19937_64& rng, const pacts_problem& p, pacts_scale_mode mode,
+void fill_scales(Rng& rng, const pacts_problem& p, pacts_scale_mode mode,
                  const pacts_scale_layout& l, std::vector<uint8_t>& buf, int64_t page,
                  int64_t head, int64_t slot) {
   const int64_t base = page * l.s_page + head * l.s_head + slot * l.s_tok;
   if (mode == PACTS_SCALE_PER_TOKEN) {
-    std::uniform_real_distribution<double> e(-6.0, -2.0);
-    const float s = static_cast<float>(std::exp2(e(rng)));
+    // 2^-6 .. 2^-2 with random fp32 significands.
+    const float s = static_cast<float>(std::ldexp(1.0 + rng.uniform(), rng.range(-6, -3)));
     std::memcpy(&buf[static_cast<size_t>(base * 4)], &s, 4);
   } else if (mode == PACTS_SCALE_MX_BLOCK) {
     for (int64_t blk = 0; blk < p.head_dim / 32; ++blk)
-      buf[static_cast<size_t>(base + blk * l.s_block)] = static_cast<uint8_t>(122 + rng() % 6);
+      buf[static_cast<size_t>(base + blk * l.s_block)] = static_cast<uint8_t>(rng.range(122, 127));
   }
 }
 
@@ -107,11 +106,11 @@ pacts_pool_layout pool_layout(PoolLayout layout, const pacts_problem& p, bool is
 }
 
 CaseShape random_shape(uint64_t seed, int32_t max_context) {
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   CaseShape s;
-  s.batch = 1 + static_cast<int32_t>(rng() % 4);
+  s.batch = rng.range(1, 4);
   s.q_len = pick(rng, std::array<int32_t, 5>{1, 1, 2, 4, 5});
-  s.num_kv_heads = 1 + static_cast<int32_t>(rng() % 2);
+  s.num_kv_heads = rng.range(1, 2);
   s.num_q_heads = s.num_kv_heads * pick(rng, std::array<int32_t, 4>{1, 2, 4, 8});
   s.head_dim = pick(rng, std::array<int32_t, 3>{64, 64, 128});
   s.page_size = pick(rng, std::array<int32_t, 4>{8, 16, 32, 64});
@@ -132,22 +131,22 @@ CaseShape random_shape(uint64_t seed, int32_t max_context) {
   };
   s.k_scale_mode = mode();
   s.v_scale_mode = mode();
-  s.nibble_order = rng() % 2 ? PACTS_NIBBLE_LOW_FIRST : PACTS_NIBBLE_HIGH_FIRST;
+  s.nibble_order = rng.below(2) ? PACTS_NIBBLE_LOW_FIRST : PACTS_NIBBLE_HIGH_FIRST;
   s.k_layout = pick(rng, std::array<PoolLayout, 4>{PoolLayout::kNHD, PoolLayout::kHND,
                                                     PoolLayout::kXPackedK, PoolLayout::kPadded});
   s.v_layout = pick(rng, std::array<PoolLayout, 4>{PoolLayout::kNHD, PoolLayout::kHND,
                                                     PoolLayout::kDimMajorV, PoolLayout::kPadded});
-  s.softcap = rng() % 4 == 0 ? 5.0f + static_cast<float>(rng() % 40) : 0.0f;
-  s.window = rng() % 4 == 0 ? 1 + static_cast<int32_t>(rng() % 40) : 0;
-  s.sinks = rng() % 3 == 0;
-  s.lse = rng() % 4 != 0;
+  s.softcap = rng.below(4) == 0 ? static_cast<float>(rng.range(5, 44)) : 0.0f;
+  s.window = rng.below(4) == 0 ? rng.range(1, 40) : 0;
+  s.sinks = rng.below(3) == 0;
+  s.lse = rng.below(4) != 0;
   s.max_context = max_context;
-  s.extra_pages = static_cast<int32_t>(rng() % 4);
+  s.extra_pages = rng.range(0, 3);
   return s;
 }
 
 CaseData make_case(const CaseShape& s, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  Rng rng(seed);
   const int32_t max_pages = (s.max_context + s.page_size - 1) / s.page_size;
   std::vector<int32_t> ctx(static_cast<size_t>(s.batch));
   int32_t used_pages = 0;
@@ -183,7 +182,7 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
   // Random physical pages: a permutation, so page ids never follow logical order.
   std::vector<int32_t> pages(static_cast<size_t>(p.num_pages));
   std::iota(pages.begin(), pages.end(), 0);
-  std::shuffle(pages.begin(), pages.end(), rng);
+  rng.shuffle(pages);
   size_t next = 0;
   for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t n = (ctx[static_cast<size_t>(b)] + p.page_size - 1) / p.page_size;
@@ -209,9 +208,8 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
           put(c.q, (b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d) * qb,
               random_code(rng, p.q_format, q_sigma), qb);
   if (p.has_sinks) {
-    std::normal_distribution<float> normal(0.0f, 2.0f);
     for (int64_t h = 0; h < p.num_q_heads; ++h) {
-      const float sink = normal(rng);
+      const float sink = static_cast<float>(rng.normal(2.0));
       std::memcpy(&c.sinks[static_cast<size_t>(h * 4)], &sink, 4);
     }
   }

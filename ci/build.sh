@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds pacts with the default preset (build/), after installing what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/deps.sh
+cmake --preset default
+cmake --build --preset default -j "$(nproc)"
