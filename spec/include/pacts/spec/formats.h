@@ -28,13 +28,13 @@ struct FormatInfo {
 
 // Information for every storage format; PACTS_FORMAT_INVALID or unknown values return nullptr.
 const FormatInfo* format_info(pacts_format f);
-std::string_view format_name(pacts_format f);  // "invalid(N)" for unknown values
+std::string_view format_name(pacts_format f);  // "invalid" for unknown values
 
 // Size of one element in bytes for the byte-addressed formats; 0 for e2m1 (half a byte).
 int element_bytes(pacts_format f);
 
-// Number of distinct codes (2^bits).
-uint32_t code_count(pacts_format f);
+// Number of distinct codes (2^bits; 2^32 for fp32); 0 for unknown values.
+uint64_t code_count(pacts_format f);
 
 // Exact value of a code. NaN codes give a quiet NaN, Inf codes +-infinity, -0 gives -0.0.
 // Only the low `bits` bits of `code` are used. fp32 codes are decoded too (exactly).
