@@ -62,7 +62,7 @@ void fill_pool_row(Rng& rng, const pacts_problem& p, const pacts_pool_layout& l,
         random_code(rng, p.kv_format, data_sigma(p.kv_format)), eb);
 }
 
-void fill_scales(Rng& rng, const pacts_problem& p, pacts_scale_mode mode,
+void fill_scales(Rng& rng, const CaseShape& shape, bool is_k, pacts_scale_mode mode,
                  const pacts_scale_layout& l, std::vector<uint8_t>& buf, int64_t page,
                  int64_t head, int64_t slot) {
   const int64_t base = page * l.s_page + head * l.s_head + slot * l.s_tok;
@@ -71,8 +71,10 @@ void fill_scales(Rng& rng, const pacts_problem& p, pacts_scale_mode mode,
     const float s = static_cast<float>(std::ldexp(1.0 + rng.uniform(), rng.range(-6, -3)));
     std::memcpy(&buf[static_cast<size_t>(base * 4)], &s, 4);
   } else if (mode == PACTS_SCALE_MX_BLOCK) {
-    for (int64_t blk = 0; blk < p.head_dim / 32; ++blk)
-      buf[static_cast<size_t>(base + blk * l.s_block)] = static_cast<uint8_t>(rng.range(122, 127));
+    for (int64_t blk = 0; blk < shape.head_dim / 32; ++blk)
+      buf[static_cast<size_t>(base + blk * l.s_block)] =
+          static_cast<uint8_t>(is_k ? rng.range(shape.k_e8m0_lo, shape.k_e8m0_hi)
+                                    : rng.range(shape.v_e8m0_lo, shape.v_e8m0_hi));
   }
 }
 
@@ -145,15 +147,33 @@ CaseShape random_shape(uint64_t seed, int32_t max_context) {
   return s;
 }
 
-CaseData make_case(const CaseShape& s, uint64_t seed) {
+namespace {
+
+// Query / output rows [B, L, Hq, D] with `gap` elements after every head row.
+pacts_row_layout row_layout(const pacts_problem& p, int64_t inner, int32_t gap) {
+  const int64_t head = inner + gap;
+  return {int64_t{p.q_len} * p.num_q_heads * head, int64_t{p.num_q_heads} * head, head};
+}
+
+int64_t element_offset(const pacts_row_layout& l, int64_t b, int64_t i, int64_t h) {
+  return b * l.s_batch + i * l.s_tok + h * l.s_head;
+}
+
+}  // namespace
+
+CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override>& overrides) {
   Rng rng(seed);
-  const int32_t max_pages = (s.max_context + s.page_size - 1) / s.page_size;
-  std::vector<int32_t> ctx(static_cast<size_t>(s.batch));
-  int32_t used_pages = 0;
-  for (int32_t& c : ctx) {
-    c = edge_context(rng, s);
+  std::vector<int32_t> ctx = s.contexts;
+  if (ctx.empty()) {
+    ctx.resize(static_cast<size_t>(s.batch));
+    for (int32_t& c : ctx) c = edge_context(rng, s);
+  }
+  int32_t longest = 0, used_pages = 0;
+  for (int32_t c : ctx) {
+    longest = std::max(longest, c);
     used_pages += (c + s.page_size - 1) / s.page_size;
   }
+  const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
   CaseData c;
   pacts_problem& p = c.problem;
   p = spec::make_problem(s.batch, s.q_len, s.num_q_heads, s.num_kv_heads, s.head_dim, s.page_size,
@@ -172,6 +192,9 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
   p.v_layout = pool_layout(s.v_layout, p, false);
   p.k_scale_layout = scale_layout(p, p.k_scale_mode);
   p.v_scale_layout = scale_layout(p, p.v_scale_mode);
+  p.q_layout = row_layout(p, p.head_dim, s.q_gap);
+  p.out_layout = row_layout(p, p.head_dim, s.out_gap);
+  p.lse_layout = row_layout(p, 1, s.out_gap);
   p.softcap = s.softcap;
   p.window = s.window;
   p.has_sinks = s.sinks ? 1 : 0;
@@ -179,15 +202,19 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
   c.allocate();
   c.context_lens = ctx;
 
-  // Random physical pages: a permutation, so page ids never follow logical order.
+  // Random physical pages: a permutation, so page ids never follow logical order. With
+  // share_pages, every sequence's first page is sequence 0's (a shared prefix).
   std::vector<int32_t> pages(static_cast<size_t>(p.num_pages));
   std::iota(pages.begin(), pages.end(), 0);
   rng.shuffle(pages);
   size_t next = 0;
   for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t n = (ctx[static_cast<size_t>(b)] + p.page_size - 1) / p.page_size;
-    for (int32_t col = 0; col < n; ++col)
-      c.block_table[static_cast<size_t>(b * p.block_table_stride + col)] = pages[next++];
+    for (int32_t col = 0; col < n; ++col) {
+      const bool shared = s.share_pages && col == 0 && b > 0 && ctx[0] > 0;
+      c.block_table[static_cast<size_t>(b * p.block_table_stride + col)] =
+          shared ? c.block_table[0] : pages[next++];
+    }
   }
 
   // Data for every row of every page (owned or not; poison_unowned overwrites the rest).
@@ -196,16 +223,21 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
       for (int64_t t = 0; t < p.page_size; ++t) {
         fill_pool_row(rng, p, p.k_layout, c.k, page, h, t);
         fill_pool_row(rng, p, p.v_layout, c.v, page, h, t);
-        fill_scales(rng, p, p.k_scale_mode, p.k_scale_layout, c.k_scale, page, h, t);
-        fill_scales(rng, p, p.v_scale_mode, p.v_scale_layout, c.v_scale, page, h, t);
+        fill_scales(rng, s, true, p.k_scale_mode, p.k_scale_layout, c.k_scale, page, h, t);
+        fill_scales(rng, s, false, p.v_scale_mode, p.v_scale_layout, c.v_scale, page, h, t);
       }
+  // A tiny Q (q_exponent < 0): bf16 holds it in its data; fp16 and fp8 cannot, so it goes into
+  // q_scale, a power of two (the aiter case: fp8 Q whose small q_scale must be applied before a
+  // huge e8m0 K scale, spec/contract.md §2).
   const int qb = spec::element_bytes(p.q_format);
-  const double q_sigma = qb == 1 ? 8.0 : 1.0;
+  const bool tiny_in_scale = s.q_exponent != 0 && p.q_format != PACTS_FORMAT_BF16;
+  if (tiny_in_scale) p.q_scale = static_cast<float>(std::ldexp(1.0, s.q_exponent));
+  const double q_sigma = std::ldexp(qb == 1 ? 8.0 : 1.0, tiny_in_scale ? 0 : s.q_exponent);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t i = 0; i < p.q_len; ++i)
       for (int64_t h = 0; h < p.num_q_heads; ++h)
         for (int64_t d = 0; d < p.head_dim; ++d)
-          put(c.q, (b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d) * qb,
+          put(c.q, (element_offset(p.q_layout, b, i, h) + d) * qb,
               random_code(rng, p.q_format, q_sigma), qb);
   if (p.has_sinks) {
     for (int64_t h = 0; h < p.num_q_heads; ++h) {
@@ -213,7 +245,57 @@ CaseData make_case(const CaseShape& s, uint64_t seed) {
       std::memcpy(&c.sinks[static_cast<size_t>(h * 4)], &sink, 4);
     }
   }
+  for (const Override& o : overrides) apply_override(c, o);
   return c;
+}
+
+void apply_override(CaseData& c, const Override& o) {
+  const pacts_problem& p = c.problem;
+  using T = Override::Tensor;
+  if (o.seq < 0 || o.seq >= p.batch || o.head < 0 || o.dim < 0) return;
+  if (o.tensor == T::kSink) {
+    if (p.has_sinks && o.head < p.num_q_heads)
+      std::memcpy(&c.sinks[static_cast<size_t>(o.head) * 4], &o.code, 4);
+    return;
+  }
+  if (o.tensor == T::kQ) {
+    if (o.pos < 0 || o.pos >= p.q_len || o.head >= p.num_q_heads || o.dim >= p.head_dim) return;
+    const int qb = spec::element_bytes(p.q_format);
+    put(c.q, (element_offset(p.q_layout, o.seq, o.pos, o.head) + o.dim) * qb, o.code, qb);
+    return;
+  }
+  // Keys: only positions the sequence owns (spec/contract.md §1).
+  const int32_t ctx = c.context_lens[static_cast<size_t>(o.seq)];
+  const KeyRange keys = visible_keys(p, ctx);
+  if (o.pos < keys.first || o.pos > keys.last || o.head >= p.num_kv_heads) return;
+  const int32_t page =
+      c.block_table[static_cast<size_t>(o.seq * p.block_table_stride + o.pos / p.page_size)];
+  const int64_t slot = o.pos % p.page_size;
+  const bool is_k = o.tensor == T::kK || o.tensor == T::kKScale;
+  const pacts_pool_layout& l = is_k ? p.k_layout : p.v_layout;
+  std::vector<uint8_t>& data = is_k ? c.k : c.v;
+  if (o.tensor == T::kK || o.tensor == T::kV) {
+    if (o.dim >= p.head_dim) return;
+    const int64_t row = page * l.s_page + o.head * l.s_head + slot * l.s_tok;
+    if (p.kv_format == PACTS_FORMAT_E2M1) {
+      const int64_t u = o.dim / 2;
+      uint8_t& byte = data[static_cast<size_t>(row + (u / l.chunk) * l.s_chunk + u % l.chunk)];
+      const bool high = (o.dim % 2 == 1) == (p.nibble_order == PACTS_NIBBLE_LOW_FIRST);
+      byte = high ? static_cast<uint8_t>((byte & 0x0F) | ((o.code & 0xF) << 4))
+                  : static_cast<uint8_t>((byte & 0xF0) | (o.code & 0xF));
+      return;
+    }
+    const int eb = spec::element_bytes(p.kv_format);
+    put(data, (row + (o.dim / l.chunk) * l.s_chunk + o.dim % l.chunk) * eb, o.code, eb);
+    return;
+  }
+  const pacts_scale_mode mode = is_k ? p.k_scale_mode : p.v_scale_mode;
+  const pacts_scale_layout& sl = is_k ? p.k_scale_layout : p.v_scale_layout;
+  std::vector<uint8_t>& scales = is_k ? c.k_scale : c.v_scale;
+  const int64_t at = page * sl.s_page + o.head * sl.s_head + slot * sl.s_tok;
+  if (mode == PACTS_SCALE_PER_TOKEN) put(scales, at * 4, o.code, 4);
+  if (mode == PACTS_SCALE_MX_BLOCK && o.dim < p.head_dim / 32)
+    scales[static_cast<size_t>(at + o.dim * sl.s_block)] = static_cast<uint8_t>(o.code);
 }
 
 }  // namespace pacts::conformance

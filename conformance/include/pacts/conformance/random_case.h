@@ -5,6 +5,7 @@
 #include <pacts/conformance/case_data.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace pacts::conformance {
 
@@ -22,15 +23,39 @@ struct CaseShape {
   int32_t window = 0;
   bool sinks = false, lse = true;
   int32_t max_context = 64;   // contexts are drawn in 0..max_context, weighted to the edges
+  std::vector<int32_t> contexts;  // explicit context per sequence (size batch); empty: drawn
   int32_t extra_pages = 3;    // pages in the pool that no sequence owns
+  int32_t q_gap = 0;          // elements of gap after every query head row (strides with gaps)
+  int32_t out_gap = 0;        // elements of gap after every output / LSE head row
+  int32_t bt_extra_cols = 0;  // block-table columns beyond the longest context (padding)
+  bool share_pages = false;   // every sequence's first page is sequence 0's first page
+  int32_t k_e8m0_lo = 122, k_e8m0_hi = 127;  // MXFP4 K scale bytes are drawn in [lo, hi]
+  int32_t v_e8m0_lo = 122, v_e8m0_hi = 127;  // MXFP4 V scale bytes
+  int32_t q_exponent = 0;     // Q values are scaled by 2^q_exponent (tiny Q meets huge K)
+};
+
+// A raw code placed at a logical position after the bulk data is drawn (spec/properties.md:
+// special values from bit patterns). Positions of keys the sequence does not own are ignored.
+struct Override {
+  enum class Tensor { kQ, kK, kV, kKScale, kVScale, kSink };
+  Tensor tensor = Tensor::kQ;
+  int32_t seq = 0;    // sequence b
+  int32_t pos = 0;    // key token j (K, V, scales) or query token i (Q)
+  int32_t head = 0;   // KV head (K, V, scales) or query head (Q, sink)
+  int32_t dim = 0;    // element d (K, V, Q) or e8m0 block (MX scales)
+  uint32_t code = 0;  // raw bits in the tensor's format (fp32 bits for float scales and sinks)
 };
 
 // Draws a random structure covering every format, scale mode, layout and option.
 CaseShape random_shape(uint64_t seed, int32_t max_context = 80);
 
-// Builds the problem and fills every owned byte with data of moderate magnitude; unowned bytes
-// are zero (poison them with poison_unowned). Physical pages are a random permutation.
-CaseData make_case(const CaseShape& shape, uint64_t seed);
+// Builds the problem and fills every owned byte with data of moderate magnitude, then applies
+// the overrides; unowned bytes are zero (poison them with poison_unowned). Physical pages are a
+// random permutation.
+CaseData make_case(const CaseShape& shape, uint64_t seed, const std::vector<Override>& overrides = {});
+
+// Writes one override into a built case (no effect for unowned key positions).
+void apply_override(CaseData& c, const Override& o);
 
 // Fills a K or V pool layout for `layout` (exposed for layout-invariance checks).
 pacts_pool_layout pool_layout(PoolLayout layout, const pacts_problem& p, bool is_k);

@@ -1,0 +1,30 @@
+// Case files (spec/case_files.md): JSON that regenerates a case's exact bytes, with the property
+// that failed, the backend and device it failed on, and the seed of the run that found it.
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/generators.h>
+#include <pacts/spec/status.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pacts::conformance {
+
+struct CaseFile {
+  int version = 1;            // case-file format version
+  std::string property;       // "PACTS-POISON-1" ("" = a plain case, e.g. in the corpus)
+  std::string backend;        // backend name it failed on
+  std::string device;         // that backend's device
+  uint64_t run_seed = 0;      // seed of the run that found it
+  std::string detail;         // the failure, as reported
+  PlanHint hint;              // the plan hint the property used
+  CaseSpec spec;              // regenerates the bytes
+};
+
+std::string to_json_text(const CaseFile& file);
+spec::Result<CaseFile> from_json_text(const std::string& text);  // InvalidArgument naming the key
+spec::Status write_case_file(const std::string& path, const CaseFile& file);
+spec::Result<CaseFile> read_case_file(const std::string& path);
+
+}  // namespace pacts::conformance

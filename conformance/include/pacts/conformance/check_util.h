@@ -1,0 +1,57 @@
+// Building blocks of property checks: run a backend with guarded outputs, read the outputs back
+// through their layouts, compare bitwise or against the reference within spec/tolerance.md.
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/case_data.h>
+#include <pacts/conformance/property.h>
+#include <pacts/reference/decode.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pacts::conformance {
+
+// One run of a backend on a case, as observed from the outside.
+struct Observed {
+  RunResult run;
+  std::vector<uint8_t> out, lse;    // the raw output allocations after the run (gaps included)
+  std::vector<uint32_t> out_codes;  // dense [B][L][Hq][D] storage codes read through out_layout
+  std::vector<uint32_t> lse_codes;  // dense [B][L][Hq] fp32 bits read through lse_layout
+  std::vector<double> out_values;   // decoded out_codes
+  std::vector<double> lse_values;   // decoded lse_codes (empty when the problem has no LSE)
+};
+
+// Runs `backend` on `c` with out and lse pre-filled with `guard` bytes (c is not modified).
+Observed observe(Backend& backend, const CaseData& c, const PlanHint& hint = {},
+                 uint8_t guard = 0xA5);
+
+// NotSupported when the problem is outside the backend's capabilities.
+std::optional<Outcome> unsupported(const Backend& backend, const pacts_problem& problem);
+
+// A refusal or device error of a run that should have succeeded, as a failure.
+std::optional<Outcome> run_failed(const Observed& o, const char* what);
+
+// Every output element and LSE within the tolerance of spec/tolerance.md for the backend's
+// declared profile, against the reference answer `ref` of the same case. Rows the reference
+// marks invalid must be NaN. The outcome's worst_ratio is the worst error/bound ratio.
+Outcome within_tolerance(const Backend& backend, const pacts_problem& problem,
+                         const Observed& got, const reference::Output& ref);
+
+// For relations between two runs of the backend over the same rows (a metamorphic pair): each
+// run is within one bound of the reference `ref`, so the two must agree within twice that bound.
+Outcome within_two_bounds(const Backend& backend, const pacts_problem& problem,
+                          const Observed& a, const Observed& b, const reference::Output& ref);
+
+// Bitwise equality of the output codes, LSE bits and device error word of two runs.
+Outcome same_bits(const Observed& a, const Observed& b, const std::string& what);
+
+// The reference answer of a case (the case must be valid).
+reference::Output reference_answer(const CaseData& c);
+
+// Index helpers for the dense [B][L][Hq][D] / [B][L][Hq] arrays.
+std::string element_name(const pacts_problem& p, size_t dense_index, bool per_row);
+
+}  // namespace pacts::conformance

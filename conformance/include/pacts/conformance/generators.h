@@ -1,0 +1,53 @@
+// RapidCheck generators of conformance cases (spec/properties.md §2, generation).
+// RapidCheck builds and shrinks the structure (shape, formats, layouts, options, contexts, where
+// special values go); the bulk data comes from CaseSpec::seed through make_case(), so a case of
+// megabytes is a few dozen shrinkable numbers.
+#pragma once
+
+#include <pacts/conformance/random_case.h>
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pacts::conformance {
+
+// Everything that regenerates a case's exact bytes (the content of a case file).
+struct CaseSpec {
+  CaseShape shape;
+  uint64_t seed = 0;
+  std::vector<Override> overrides;
+
+  CaseData build() const { return make_case(shape, seed, overrides); }
+};
+
+// What a property lets the generator produce.
+struct GenLimits {
+  // Reference work per case, in multiply-adds (keeps the CI budget: spec/properties.md §2).
+  int64_t max_reference_work = int64_t{1} << 22;
+  int32_t max_batch = 64;
+  int32_t long_context = 1000;  // the "long" context of the edge list
+  // Owned special values: zeros, -0, subnormals, format extremes (inside the range contract).
+  bool special_values = true;
+  // Owned NaN / Inf codes and e8m0 0xFF (outside the range contract: NaN propagation only).
+  bool non_finite = false;
+  // e8m0 bytes across the range contract with tiny Q (exact logits in range, naive order not).
+  bool e8m0_extremes = true;
+  // Only the shape features the property needs; e.g. causal consistency wants L > 1.
+  int32_t min_q_len = 1;
+  bool allow_window = true;
+  bool allow_sinks = true;
+  bool allow_softcap = true;
+};
+
+rc::Gen<CaseSpec> gen_case(const GenLimits& limits = {});
+
+// Multiply-adds the reference spends on a case (2 per visible key per dim per row, Q.K and P.V).
+int64_t reference_work(const CaseShape& shape);
+
+// One line naming the structure, for failure messages and classification.
+std::string describe(const CaseSpec& spec);
+
+}  // namespace pacts::conformance

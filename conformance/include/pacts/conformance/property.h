@@ -1,0 +1,61 @@
+// A conformance property (spec/properties.md): an ID, a level, a generator configuration and a
+// check of one case against one backend. The catalogue lists every property in ID order.
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/generators.h>
+#include <pacts/conformance/self_checks.h>  // Verdict
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pacts::conformance {
+
+enum class Level { kMandatory, kQualityWarning };
+
+// The result of checking one case.
+struct Outcome {
+  Verdict verdict = Verdict::kPass;
+  std::string detail;       // for a failure: what differed, where, the values and the bound
+  double worst_ratio = 0;   // worst error/bound ratio of the case (0 for bitwise checks)
+
+  static Outcome pass(double ratio = 0) { return {Verdict::kPass, {}, ratio}; }
+  static Outcome fail(std::string why, double ratio = 0) { return {Verdict::kFail, std::move(why), ratio}; }
+  static Outcome not_supported(std::string why) { return {Verdict::kNotSupported, std::move(why), 0}; }
+  bool failed() const { return verdict == Verdict::kFail; }
+};
+
+// What a check may use: the backend under test and the reference backend (which defines the
+// answer and, through reference::decode, the inputs of the bound).
+struct PropertyContext {
+  Backend& backend;
+  Backend& reference;
+};
+
+struct Property {
+  std::string id;        // "PACTS-POISON-1"
+  std::string name;      // "UnownedRowsDoNotLeak"
+  Level level = Level::kMandatory;
+  bool bitwise = false;
+  GenLimits limits;      // what the generator may produce for this property
+  std::function<Outcome(PropertyContext&, const CaseSpec&)> check;
+
+  // "PACTS_POISON_1_UnownedRowsDoNotLeak": the test name (spec/properties.md §1).
+  std::string test_name() const;
+};
+
+// Every property, in ID order.
+const std::vector<Property>& catalogue();
+const Property* find_property(std::string_view id);
+
+// The families, one file each under conformance/properties/.
+std::vector<Property> acc_properties();
+std::vector<Property> poison_properties();
+std::vector<Property> meta_properties();
+std::vector<Property> edge_properties();
+std::vector<Property> refuse_properties();
+std::vector<Property> dev_properties();
+
+}  // namespace pacts::conformance

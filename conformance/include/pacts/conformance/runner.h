@@ -1,0 +1,41 @@
+// Runs properties with RapidCheck: generation, shrinking to a minimal failing case, statistics.
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/generators.h>
+#include <pacts/conformance/property.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pacts::conformance {
+
+struct RunOptions {
+  uint64_t seed = 20261129;   // fixed in CI, printed; campaigns pass fresh ones
+  int32_t cases = 100;        // generated cases per property (RapidCheck max_success)
+  std::string case_dir;       // where minimal failing cases are saved ("" = do not save)
+  bool shrink = true;
+};
+
+// Per property and backend: what ran and what was found (spec/properties.md §1 result states).
+struct PropertyStats {
+  std::string id, name, backend;
+  Verdict verdict = Verdict::kPass;   // Fail only for Mandatory properties
+  int64_t cases = 0, passed = 0, not_supported = 0, failed = 0;
+  double worst_ratio = 0;
+  std::string failure;                // the minimal case's outcome detail
+  std::optional<CaseSpec> minimal;    // the shrunk failing case
+  std::string case_file;              // where it was saved
+  std::string replay;                 // the command that replays it
+  double seconds = 0;
+};
+
+PropertyStats run_property(const Property& property, Backend& backend, Backend& reference,
+                           const RunOptions& options);
+
+// Checks one case (no generation): what `pacts case run/check` and the corpus replay use.
+Outcome check_case(const Property& property, Backend& backend, Backend& reference,
+                   const CaseSpec& spec);
+
+}  // namespace pacts::conformance

@@ -1,0 +1,161 @@
+// PACTS-ACC: accuracy against the reference (spec/properties.md §4).
+#include <pacts/conformance/check_util.h>
+#include <pacts/conformance/property.h>
+#include <pacts/spec/formats.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace pacts::conformance {
+namespace {
+
+// ACC-1: every output element (and the LSE when requested) within the bound.
+Outcome matches_reference(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const Observed got = observe(ctx.backend, c);
+  if (auto o = run_failed(got, "PACTS-ACC-1")) return *o;
+  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+}
+
+// ACC-2: the LSE, requested on every case.
+Outcome lse_matches_reference(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  spec.shape.lse = true;
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  Observed got = observe(ctx.backend, c);
+  if (auto o = run_failed(got, "PACTS-ACC-2")) return *o;
+  // Judge the LSE only (ACC-1 judges the output): drop the output values from the comparison.
+  got.out_values.clear();
+  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+}
+
+// ACC-3: a row with exactly one visible key and no sink outputs the RNE of that V row, bitwise
+// (p = 1 exactly; nothing but the final rounding may touch the value). Window 1 gives every row
+// exactly one key (its own position), for any L.
+Outcome one_key_is_exact(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  spec.shape.window = 1;
+  spec.shape.sinks = false;
+  spec.shape.lse = false;
+  for (int32_t& c : spec.shape.contexts) c = std::max(c, spec.shape.q_len);
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const Observed got = observe(ctx.backend, c);
+  if (auto o = run_failed(got, "PACTS-ACC-3")) return *o;
+  const Observed want = observe(ctx.reference, c);
+  return same_bits(got, want, "one visible key: output vs RNE(V row)");
+}
+
+// Multiplies every V value by 2^k through the V scale of the case (per-tensor float, per-token
+// floats, or e8m0 bytes). Returns false when the scaling would leave a format's range.
+bool scale_v(CaseData& c, int k) {
+  pacts_problem& p = c.problem;
+  switch (p.v_scale_mode) {
+    case PACTS_SCALE_NONE:
+      p.v_scale_mode = PACTS_SCALE_PER_TENSOR;
+      p.v_scale = std::ldexp(1.0f, k);
+      return true;
+    case PACTS_SCALE_PER_TENSOR:
+      p.v_scale = std::ldexp(p.v_scale, k);
+      return std::isnormal(p.v_scale);
+    case PACTS_SCALE_PER_TOKEN:
+      for (size_t i = 0; i + 4 <= c.v_scale.size(); i += 4) {
+        float s;
+        std::memcpy(&s, &c.v_scale[i], 4);
+        if (s != 0 && std::isfinite(s) && !std::isnormal(std::ldexp(s, k))) return false;
+        s = std::ldexp(s, k);
+        std::memcpy(&c.v_scale[i], &s, 4);
+      }
+      return true;
+    case PACTS_SCALE_MX_BLOCK:
+      for (uint8_t& b : c.v_scale) {
+        if (b == 0xFF) continue;
+        const int nb = b + k;
+        if (nb < 0 || nb > 0xFE) return false;
+        b = static_cast<uint8_t>(nb);
+      }
+      return true;
+  }
+  return false;
+}
+
+// ACC-4: V scaled by 2^k scales the output by exactly 2^k and leaves the LSE bitwise equal,
+// wherever neither output value is subnormal or overflows in the output format.
+Outcome value_scale_is_exact(PropertyContext& ctx, const CaseSpec& spec) {
+  CaseData a = spec.build();
+  if (auto o = unsupported(ctx.backend, a.problem)) return *o;
+  CaseData b = a;
+  static constexpr int kShifts[] = {-3, -2, -1, 1, 2, 3};
+  const int k = kShifts[spec.seed % 6];
+  if (!scale_v(b, k)) return Outcome::pass();  // no exact scaling exists for this case
+  if (auto o = unsupported(ctx.backend, b.problem)) return *o;
+  const Observed ra = observe(ctx.backend, a), rb = observe(ctx.backend, b);
+  if (auto o = run_failed(ra, "PACTS-ACC-4")) return *o;
+  if (auto o = run_failed(rb, "PACTS-ACC-4 (scaled)")) return *o;
+  const spec::FormatInfo* fi = spec::format_info(a.problem.out_format);
+  for (size_t e = 0; e < ra.out_values.size(); ++e) {
+    const double x = ra.out_values[e], y = rb.out_values[e];
+    const double want = std::ldexp(x, k);
+    const bool in_range = std::isfinite(x) && std::fabs(x) >= fi->min_normal &&
+                          std::fabs(want) >= fi->min_normal && std::fabs(want) <= fi->max_finite;
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == 0 && y == 0 && std::signbit(x) == std::signbit(y)) continue;
+    if (!in_range) continue;
+    if (y != want)
+      return Outcome::fail(element_name(a.problem, e, false) + ": V x 2^" + std::to_string(k) +
+                           " gave " + std::to_string(y) + ", expected exactly " +
+                           std::to_string(want));
+  }
+  for (size_t r = 0; r < ra.lse_codes.size(); ++r)
+    if (ra.lse_codes[r] != rb.lse_codes[r])
+      return Outcome::fail(element_name(a.problem, r, true) + ": the LSE changed when only V was scaled");
+  return Outcome::pass();
+}
+
+// ACC-5: moving 2^k from q_scale into softmax_scale changes no logit, so nothing changes.
+Outcome logit_scale_is_exact(PropertyContext& ctx, const CaseSpec& spec) {
+  CaseData a = spec.build();
+  if (auto o = unsupported(ctx.backend, a.problem)) return *o;
+  CaseData b = a;
+  const int k = 1 + static_cast<int>(spec.seed % 3);
+  b.problem.q_scale = std::ldexp(a.problem.q_scale, -k);
+  b.problem.softmax_scale = std::ldexp(a.problem.softmax_scale, k);
+  if (!std::isnormal(b.problem.q_scale) || !std::isnormal(b.problem.softmax_scale))
+    return Outcome::pass();
+  const Observed ra = observe(ctx.backend, a), rb = observe(ctx.backend, b);
+  if (auto o = run_failed(ra, "PACTS-ACC-5")) return *o;
+  if (auto o = run_failed(rb, "PACTS-ACC-5 (moved scale)")) return *o;
+  return same_bits(ra, rb, "2^" + std::to_string(k) + " moved from q_scale to softmax_scale");
+}
+
+Property make(const char* id, const char* name, bool bitwise, GenLimits limits,
+              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
+  Property p;
+  p.id = id;
+  p.name = name;
+  p.level = Level::kMandatory;
+  p.bitwise = bitwise;
+  p.limits = limits;
+  p.check = check;
+  return p;
+}
+
+}  // namespace
+
+std::vector<Property> acc_properties() {
+  GenLimits plain;
+  GenLimits no_extremes;
+  no_extremes.e8m0_extremes = false;
+  no_extremes.special_values = false;
+  return {
+      make("PACTS-ACC-1", "MatchesReference", false, plain, matches_reference),
+      make("PACTS-ACC-2", "LseMatchesReference", false, plain, lse_matches_reference),
+      make("PACTS-ACC-3", "OneKeyIsExact", true, plain, one_key_is_exact),
+      make("PACTS-ACC-4", "PowerOfTwoValueScaleIsExact", true, no_extremes, value_scale_is_exact),
+      make("PACTS-ACC-5", "PowerOfTwoLogitScaleIsExact", true, no_extremes, logit_scale_is_exact),
+  };
+}
+
+}  // namespace pacts::conformance

@@ -1,0 +1,365 @@
+// PACTS-META: metamorphic relations (spec/properties.md §6). Each check builds a second case
+// whose answer is known from the first, runs both, and compares bitwise or within the sum of
+// both bounds.
+#include <pacts/conformance/check_util.h>
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/rng.h>
+#include <pacts/spec/formats.h>
+#include <pacts/spec/validate.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace pacts::conformance {
+namespace {
+
+int64_t kv_unit_bytes(const pacts_problem& p) {
+  return p.kv_format == PACTS_FORMAT_E2M1 ? 1 : spec::element_bytes(p.kv_format);
+}
+
+int64_t scale_unit_bytes(pacts_scale_mode m) { return m == PACTS_SCALE_PER_TOKEN ? 4 : 1; }
+
+// Moves page p of a pool to page perm[p]. Pages are the outermost dimension of every layout the
+// generator makes, so a page is the block of bytes from p * s_page spanning the inner dims.
+void permute_pool(std::vector<uint8_t>& buf, int64_t s_page_bytes, const std::vector<int32_t>& perm) {
+  if (buf.empty() || perm.empty()) return;
+  const int64_t n = static_cast<int64_t>(perm.size());
+  const int64_t span = static_cast<int64_t>(buf.size()) - (n - 1) * s_page_bytes;
+  std::vector<uint8_t> out(buf.size(), 0);
+  for (int64_t p = 0; p < n; ++p)
+    std::memcpy(&out[static_cast<size_t>(perm[static_cast<size_t>(p)] * s_page_bytes)],
+                &buf[static_cast<size_t>(p * s_page_bytes)], static_cast<size_t>(span));
+  buf = std::move(out);
+}
+
+// META-1: the same logical cache with its physical pages permuted.
+Outcome page_permutation(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData a = spec.build();
+  if (auto o = unsupported(ctx.backend, a.problem)) return *o;
+  const pacts_problem& p = a.problem;
+  CaseData b = a;
+  std::vector<int32_t> perm(static_cast<size_t>(p.num_pages));
+  std::iota(perm.begin(), perm.end(), 0);
+  Rng rng(spec.seed ^ 0x5bd1e995);
+  rng.shuffle(perm);
+  const int64_t kvb = kv_unit_bytes(p);
+  permute_pool(b.k, p.k_layout.s_page * kvb, perm);
+  permute_pool(b.v, p.v_layout.s_page * kvb, perm);
+  permute_pool(b.k_scale, p.k_scale_layout.s_page * scale_unit_bytes(p.k_scale_mode), perm);
+  permute_pool(b.v_scale, p.v_scale_layout.s_page * scale_unit_bytes(p.v_scale_mode), perm);
+  for (int32_t s = 0; s < p.batch; ++s) {
+    const int32_t pages = (a.context_lens[static_cast<size_t>(s)] + p.page_size - 1) / p.page_size;
+    for (int32_t col = 0; col < pages; ++col) {
+      int32_t& e = b.block_table[static_cast<size_t>(s * p.block_table_stride + col)];
+      e = perm[static_cast<size_t>(e)];
+    }
+  }
+  const Observed ra = observe(ctx.backend, a), rb = observe(ctx.backend, b);
+  if (auto o = run_failed(ra, "PACTS-META-1")) return *o;
+  if (auto o = run_failed(rb, "PACTS-META-1 (permuted)")) return *o;
+  return same_bits(ra, rb, "physical pages permuted");
+}
+
+// META-2: two runs of the same case and plan are bitwise identical.
+Outcome determinism(PropertyContext& ctx, const CaseSpec& spec) {
+  if (!ctx.backend.capabilities().deterministic)
+    return Outcome::not_supported("the backend does not declare determinism");
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const PlanHint hint = PlanHint::partition_size(64);
+  const Observed a = observe(ctx.backend, c, hint), b = observe(ctx.backend, c, hint, 0x3C);
+  if (auto o = run_failed(a, "PACTS-META-2")) return *o;
+  return same_bits(a, b, "two runs of one plan");
+}
+
+// META-3: any plan agrees within the bound; the unsplit path equals a one-partition plan.
+Outcome split_invariance(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const reference::Output ref = reference_answer(c);
+  const Observed base = observe(ctx.backend, c, PlanHint::partitions(1));
+  if (auto o = run_failed(base, "PACTS-META-3")) return *o;
+  double worst = 0;
+  for (const PlanHint hint : {PlanHint::automatic(), PlanHint::partition_size(16),
+                              PlanHint::partition_size(64), PlanHint::partitions(3)}) {
+    const Observed other = observe(ctx.backend, c, hint);
+    if (auto o = run_failed(other, "PACTS-META-3 (split)")) return *o;
+    if (other.run.plan.partition_size == 0 && base.run.plan.partition_size == 0) {
+      Outcome o = same_bits(base, other, "unsplit vs one partition");
+      if (o.failed()) return o;
+      continue;
+    }
+    Outcome o = within_two_bounds(ctx.backend, c.problem, other, base, ref);
+    if (o.failed()) {
+      o.detail = "plan with partition size " + std::to_string(other.run.plan.partition_size) +
+                 ": " + o.detail;
+      return o;
+    }
+    worst = std::max(worst, o.worst_ratio);
+  }
+  return Outcome::pass(worst);
+}
+
+// The single-sequence case of sequence b of `c`: the same pools, its block-table row, its
+// context, its query rows.
+CaseData single_sequence(const CaseData& c, int32_t b) {
+  CaseData s = c;
+  pacts_problem& p = s.problem;
+  p.batch = 1;
+  const int64_t qb = spec::element_bytes(p.q_format);
+  s.q.assign(c.q.begin() + b * p.q_layout.s_batch * qb, c.q.end());
+  s.block_table.assign(c.block_table.begin() + int64_t{b} * p.block_table_stride,
+                       c.block_table.begin() + int64_t{b} * p.block_table_stride + p.max_pages_per_seq);
+  s.context_lens = {c.context_lens[static_cast<size_t>(b)]};
+  const spec::RequiredExtents e = spec::required_extents(p);
+  s.out.assign(e.out, 0);
+  s.lse.assign(e.lse, 0);
+  return s;
+}
+
+// META-4: a sequence's rows do not depend on the other sequences of the batch (bitwise under a
+// fixed per-sequence plan).
+Outcome batch_composition(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  if (c.problem.batch < 2) return Outcome::pass();
+  const PlanHint hint = PlanHint::partition_size(64);
+  const Observed full = observe(ctx.backend, c, hint);
+  if (auto o = run_failed(full, "PACTS-META-4")) return *o;
+  const size_t row_elems = static_cast<size_t>(c.problem.q_len) * c.problem.num_q_heads;
+  const size_t D = static_cast<size_t>(c.problem.head_dim);
+  for (int32_t b = 0; b < c.problem.batch; ++b) {
+    const Observed one = observe(ctx.backend, single_sequence(c, b), hint);
+    if (auto o = run_failed(one, "PACTS-META-4 (alone)")) return *o;
+    for (size_t e = 0; e < one.out_codes.size(); ++e)
+      if (one.out_codes[e] != full.out_codes[b * row_elems * D + e])
+        return Outcome::fail("sequence " + std::to_string(b) + " alone differs from in the batch at " +
+                             element_name(c.problem, b * row_elems * D + e, false));
+    for (size_t r = 0; r < one.lse_codes.size(); ++r)
+      if (one.lse_codes[r] != full.lse_codes[b * row_elems + r])
+        return Outcome::fail("sequence " + std::to_string(b) + " alone: LSE differs at " +
+                             element_name(c.problem, b * row_elems + r, true));
+    if (((one.run.device_error != 0) && (full.run.device_error == 0)))
+      return Outcome::fail("sequence " + std::to_string(b) + " alone sets the device error word");
+  }
+  return Outcome::pass();
+}
+
+// Runs two cases over the same logical rows and compares them within both bounds.
+Outcome compare_pair(PropertyContext& ctx, const CaseData& a, const CaseData& b, const char* what) {
+  if (auto o = unsupported(ctx.backend, a.problem)) return *o;
+  if (auto o = unsupported(ctx.backend, b.problem)) return *o;
+  const Observed ra = observe(ctx.backend, a), rb = observe(ctx.backend, b);
+  if (auto o = run_failed(ra, what)) return *o;
+  if (auto o = run_failed(rb, what)) return *o;
+  Outcome o = within_two_bounds(ctx.backend, a.problem, ra, rb, reference_answer(a));
+  if (o.failed()) o.detail = std::string(what) + ": " + o.detail;
+  return o;
+}
+
+// META-5: the same logical data in other layouts (pools, query and output strides). The
+// generator draws values in logical order, so the same seed gives the same values in any layout.
+Outcome layout_invariance(PropertyContext& ctx, const CaseSpec& spec) {
+  CaseSpec other = spec;
+  CaseShape& s = other.shape;
+  s.k_layout = s.k_layout == PoolLayout::kNHD ? PoolLayout::kXPackedK : PoolLayout::kNHD;
+  s.v_layout = s.v_layout == PoolLayout::kNHD ? PoolLayout::kDimMajorV : PoolLayout::kHND;
+  s.q_gap = s.q_gap == 0 ? 16 : 0;
+  s.out_gap = s.out_gap == 0 ? 24 : 0;
+  return compare_pair(ctx, spec.build(), other.build(), "other layouts");
+}
+
+// Copies KV head `from` of case `src` into head `to` of `dst` for every page and slot (data and
+// scales), through both layouts.
+void copy_kv_head(const CaseData& src, int32_t from, CaseData& dst, int32_t to) {
+  const pacts_problem& ps = src.problem;
+  const pacts_problem& pd = dst.problem;
+  const bool mx = ps.kv_format == PACTS_FORMAT_E2M1;
+  const int64_t units = mx ? ps.head_dim / 2 : ps.head_dim, ub = kv_unit_bytes(ps);
+  const auto at = [](const pacts_pool_layout& l, int64_t pg, int64_t h, int64_t t, int64_t u) {
+    return pg * l.s_page + h * l.s_head + t * l.s_tok + (u / l.chunk) * l.s_chunk + u % l.chunk;
+  };
+  const auto sat = [](const pacts_scale_layout& l, int64_t pg, int64_t h, int64_t t, int64_t blk) {
+    return pg * l.s_page + h * l.s_head + t * l.s_tok + blk * l.s_block;
+  };
+  const int64_t blocks = ps.k_scale_mode == PACTS_SCALE_MX_BLOCK ? ps.head_dim / 32 : 1;
+  for (int64_t pg = 0; pg < ps.num_pages; ++pg)
+    for (int64_t t = 0; t < ps.page_size; ++t) {
+      for (int64_t u = 0; u < units; ++u) {
+        std::memcpy(&dst.k[static_cast<size_t>(at(pd.k_layout, pg, to, t, u) * ub)],
+                    &src.k[static_cast<size_t>(at(ps.k_layout, pg, from, t, u) * ub)], static_cast<size_t>(ub));
+        std::memcpy(&dst.v[static_cast<size_t>(at(pd.v_layout, pg, to, t, u) * ub)],
+                    &src.v[static_cast<size_t>(at(ps.v_layout, pg, from, t, u) * ub)], static_cast<size_t>(ub));
+      }
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        if (!src.k_scale.empty()) {
+          const int64_t sb = scale_unit_bytes(ps.k_scale_mode);
+          std::memcpy(&dst.k_scale[static_cast<size_t>(sat(pd.k_scale_layout, pg, to, t, blk) * sb)],
+                      &src.k_scale[static_cast<size_t>(sat(ps.k_scale_layout, pg, from, t, blk) * sb)],
+                      static_cast<size_t>(sb));
+        }
+        if (!src.v_scale.empty()) {
+          const int64_t sb = scale_unit_bytes(ps.v_scale_mode);
+          std::memcpy(&dst.v_scale[static_cast<size_t>(sat(pd.v_scale_layout, pg, to, t, blk) * sb)],
+                      &src.v_scale[static_cast<size_t>(sat(ps.v_scale_layout, pg, from, t, blk) * sb)],
+                      static_cast<size_t>(sb));
+        }
+      }
+    }
+}
+
+// META-6: grouped-query attention equals multi-head attention over duplicated KV heads.
+Outcome gqa_equals_mha(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData a = spec.build();
+  const pacts_problem& p = a.problem;
+  const int32_t group = p.num_q_heads / p.num_kv_heads;
+  if (group == 1) return Outcome::pass();
+  CaseSpec mha_spec = spec;
+  mha_spec.shape.num_kv_heads = p.num_q_heads;
+  mha_spec.overrides.clear();
+  CaseData b = mha_spec.build();
+  // Same pages, block table, contexts, queries and scalars; KV head h of b is head h / G of a.
+  b.block_table = a.block_table;
+  b.context_lens = a.context_lens;
+  b.q = a.q;
+  b.sinks = a.sinks;
+  b.problem.q_scale = p.q_scale;
+  b.problem.k_scale = p.k_scale;
+  b.problem.v_scale = p.v_scale;
+  if (b.problem.num_pages != p.num_pages || b.problem.max_pages_per_seq != p.max_pages_per_seq)
+    return Outcome::pass();  // different pool geometry: not comparable (never with one seed)
+  for (int32_t h = 0; h < p.num_q_heads; ++h) copy_kv_head(a, h / group, b, h);
+  return compare_pair(ctx, a, b, "GQA vs duplicated MHA");
+}
+
+// META-7: token i of an L-token query equals an L = 1 query over ctx - (L - 1 - i).
+Outcome causal_consistency(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const pacts_problem& p = c.problem;
+  if (p.batch == 0) return Outcome::pass();
+  const Observed full = observe(ctx.backend, c);
+  if (auto o = run_failed(full, "PACTS-META-7")) return *o;
+  const reference::Output ref = reference_answer(c);
+  const size_t D = static_cast<size_t>(p.head_dim), H = static_cast<size_t>(p.num_q_heads);
+  double worst = 0;
+  for (int32_t i = 0; i < p.q_len; ++i) {
+    CaseData one = c;
+    one.problem.q_len = 1;
+    const int64_t qb = spec::element_bytes(p.q_format);
+    one.q.assign(c.q.begin() + i * p.q_layout.s_tok * qb, c.q.end());
+    for (size_t b = 0; b < one.context_lens.size(); ++b)
+      one.context_lens[b] = std::max(0, c.context_lens[b] - (p.q_len - 1 - i));
+    const spec::RequiredExtents e = spec::required_extents(one.problem);
+    one.out.assign(e.out, 0);
+    one.lse.assign(e.lse, 0);
+    const Observed r = observe(ctx.backend, one);
+    if (auto o = run_failed(r, "PACTS-META-7 (L = 1)")) return *o;
+    for (int32_t b = 0; b < p.batch; ++b)
+      for (size_t h = 0; h < H; ++h) {
+        const size_t row = (static_cast<size_t>(b) * p.q_len + i) * H + h;
+        const size_t row1 = static_cast<size_t>(b) * H + h;
+        for (size_t d = 0; d < D; ++d) {
+          const double x = full.out_values[row * D + d], y = r.out_values[row1 * D + d];
+          const double rr = ref.out[row * D + d];
+          spec::BoundInputs in{ref.abs_weighted_v[row * D + d], ref.sum_abs_v[row * D + d],
+                               ref.logit_abs_dot[row], ref.visible[row]};
+          const double bound = 2 * spec::output_bound(ctx.backend.profile(), p, in, rr);
+          double ratio = 0;
+          const bool ok = ref.row_invalid[row] ? std::isnan(x) && std::isnan(y)
+                                               : spec::within_bound(x, y, bound, &ratio);
+          if (!ok)
+            return Outcome::fail("token " + std::to_string(i) + " of the L-token query vs the L = 1 query at " +
+                                     element_name(p, row * D + d, false) + ": " + std::to_string(x) +
+                                     " vs " + std::to_string(y) + ", allowed " + std::to_string(bound),
+                                 ratio);
+          worst = std::max(worst, ratio);
+        }
+      }
+  }
+  return Outcome::pass(worst);
+}
+
+// META-8: a window at least as long as every context equals no window.
+Outcome wide_window(PropertyContext& ctx, const CaseSpec& spec) {
+  CaseSpec none = spec, wide = spec;
+  none.shape.window = 0;
+  int32_t longest = 0;
+  for (int32_t c : spec.shape.contexts) longest = std::max(longest, c);
+  wide.shape.window = longest + 1 + static_cast<int32_t>(spec.seed % 50);
+  return compare_pair(ctx, none.build(), wide.build(), "window >= context vs none");
+}
+
+// META-9: a sink of -inf equals no sink.
+Outcome neg_inf_sink(PropertyContext& ctx, const CaseSpec& spec) {
+  CaseSpec none = spec, sunk = spec;
+  none.shape.sinks = false;
+  sunk.shape.sinks = true;
+  CaseData b = sunk.build();
+  const float minus_inf = -INFINITY;
+  for (size_t i = 0; i + 4 <= b.sinks.size(); i += 4) std::memcpy(&b.sinks[i], &minus_inf, 4);
+  return compare_pair(ctx, none.build(), b, "sink -inf vs no sink");
+}
+
+// META-10: pages wholly before every row's window can be dropped: shifting the context start by
+// those whole pages (block table and context shortened) changes nothing.
+Outcome window_truncation(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  if (spec.shape.window == 0) spec.shape.window = std::max(1, spec.shape.page_size / 2);
+  const CaseData a = spec.build();
+  const pacts_problem& p = a.problem;
+  CaseData b = a;
+  bool any = false;
+  for (int32_t s = 0; s < p.batch; ++s) {
+    const int32_t ctx_len = a.context_lens[static_cast<size_t>(s)];
+    const int32_t first = std::max(0, ctx_len - p.q_len - p.window + 1);
+    const int32_t drop = first / p.page_size;  // whole pages before every row's window
+    if (drop == 0) continue;
+    any = true;
+    b.context_lens[static_cast<size_t>(s)] = ctx_len - drop * p.page_size;
+    int32_t* row = &b.block_table[static_cast<size_t>(s * p.block_table_stride)];
+    std::copy(row + drop, row + p.max_pages_per_seq, row);
+  }
+  if (!any) return Outcome::pass();
+  return compare_pair(ctx, a, b, "context shortened by whole pages before the window");
+}
+
+Property make(const char* id, const char* name, bool bitwise, GenLimits limits,
+              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
+  Property p;
+  p.id = id;
+  p.name = name;
+  p.level = Level::kMandatory;
+  p.bitwise = bitwise;
+  p.limits = limits;
+  p.check = check;
+  return p;
+}
+
+}  // namespace
+
+std::vector<Property> meta_properties() {
+  GenLimits plain;
+  GenLimits multi_token;
+  multi_token.min_q_len = 2;
+  GenLimits small;
+  small.max_batch = 8;
+  GenLimits no_window = plain;
+  no_window.allow_window = false;
+  return {
+      make("PACTS-META-1", "PagePermutationInvariance", true, plain, page_permutation),
+      make("PACTS-META-2", "Determinism", true, plain, determinism),
+      make("PACTS-META-3", "SplitInvariance", false, plain, split_invariance),
+      make("PACTS-META-4", "BatchCompositionInvariance", true, small, batch_composition),
+      make("PACTS-META-5", "LayoutInvariance", false, plain, layout_invariance),
+      make("PACTS-META-6", "GqaEqualsDuplicatedMha", false, small, gqa_equals_mha),
+      make("PACTS-META-7", "CausalConsistency", false, multi_token, causal_consistency),
+      make("PACTS-META-8", "WideWindowEqualsNoWindow", false, no_window, wide_window),
+      make("PACTS-META-9", "NegInfSinkEqualsNoSink", false, plain, neg_inf_sink),
+      make("PACTS-META-10", "WindowEqualsTruncatedContext", false, plain, window_truncation),
+  };
+}
+
+}  // namespace pacts::conformance

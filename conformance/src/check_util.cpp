@@ -1,0 +1,182 @@
+#include <pacts/conformance/check_util.h>
+#include <pacts/spec/formats.h>
+#include <pacts/spec/tolerance.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace pacts::conformance {
+namespace {
+
+uint32_t load_code(const std::vector<uint8_t>& buf, int64_t element, int bytes) {
+  uint32_t code = 0;
+  std::memcpy(&code, buf.data() + element * bytes, static_cast<size_t>(bytes));
+  return code;
+}
+
+int64_t row_offset(const pacts_row_layout& l, int64_t b, int64_t i, int64_t h) {
+  return b * l.s_batch + i * l.s_tok + h * l.s_head;
+}
+
+std::string fmt(double x) {
+  std::ostringstream os;
+  os.precision(9);
+  os << x;
+  return os.str();
+}
+
+spec::BoundInputs bound_inputs(const reference::Output& ref, size_t row, size_t element) {
+  spec::BoundInputs in;
+  in.abs_weighted_v = ref.abs_weighted_v[element];
+  in.sum_abs_v = ref.sum_abs_v[element];
+  in.logit_abs_dot = ref.logit_abs_dot[row];
+  in.visible = ref.visible[row];
+  return in;
+}
+
+}  // namespace
+
+std::string element_name(const pacts_problem& p, size_t index, bool per_row) {
+  const size_t D = per_row ? 1 : static_cast<size_t>(p.head_dim);
+  const size_t d = index % D, row = index / D;
+  const size_t h = row % static_cast<size_t>(p.num_q_heads);
+  const size_t i = row / static_cast<size_t>(p.num_q_heads) % static_cast<size_t>(p.q_len);
+  const size_t b = row / static_cast<size_t>(p.num_q_heads) / static_cast<size_t>(p.q_len);
+  std::ostringstream os;
+  os << (per_row ? "lse" : "out") << "[b " << b << ", i " << i << ", h " << h;
+  if (!per_row) os << ", d " << d;
+  os << "]";
+  return os.str();
+}
+
+Observed observe(Backend& backend, const CaseData& c0, const PlanHint& hint, uint8_t guard) {
+  CaseData c = c0;
+  std::fill(c.out.begin(), c.out.end(), guard);
+  std::fill(c.lse.begin(), c.lse.end(), guard);
+  Observed o;
+  o.run = backend.run(c.problem, c.buffers(), hint);
+  const pacts_problem& p = c.problem;
+  const int ob = spec::element_bytes(p.out_format);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.q_len; ++i)
+      for (int64_t h = 0; h < p.num_q_heads; ++h) {
+        const int64_t at = row_offset(p.out_layout, b, i, h);
+        for (int64_t d = 0; d < p.head_dim; ++d) {
+          const uint32_t code = load_code(c.out, at + d, ob);
+          o.out_codes.push_back(code);
+          o.out_values.push_back(spec::decode(p.out_format, code));
+        }
+        if (p.want_lse) {
+          const uint32_t code = load_code(c.lse, row_offset(p.lse_layout, b, i, h), 4);
+          o.lse_codes.push_back(code);
+          o.lse_values.push_back(spec::decode(PACTS_FORMAT_FP32, code));
+        }
+      }
+  o.out = std::move(c.out);
+  o.lse = std::move(c.lse);
+  return o;
+}
+
+std::optional<Outcome> unsupported(const Backend& backend, const pacts_problem& problem) {
+  const spec::Status s = check_capabilities(backend.capabilities(), problem);
+  if (s.is_ok()) return std::nullopt;
+  return Outcome::not_supported(s.message());
+}
+
+std::optional<Outcome> run_failed(const Observed& o, const char* what) {
+  if (o.run.status.is_ok()) return std::nullopt;
+  if (o.run.status.code() == spec::Code::kNotSupported)
+    return Outcome::not_supported(std::string(what) + ": " + o.run.status.message());
+  return Outcome::fail(std::string(what) + ": the backend refused a valid problem: " +
+                       o.run.status.to_string());
+}
+
+Outcome within_tolerance(const Backend& backend, const pacts_problem& p, const Observed& got,
+                         const reference::Output& ref) {
+  const spec::NumericsProfile& prof = backend.profile();
+  const size_t D = static_cast<size_t>(p.head_dim);
+  double worst = 0;
+  for (size_t e = 0; e < got.out_values.size(); ++e) {
+    const size_t row = e / D;
+    const double r = ref.row_invalid[row] ? NAN : ref.out[e];
+    const double bound = spec::output_bound(prof, p, bound_inputs(ref, row, e), r);
+    double ratio = 0;
+    if (!spec::within_bound(got.out_values[e], r, bound, &ratio))
+      return Outcome::fail(element_name(p, e, false) + " = " + fmt(got.out_values[e]) +
+                               ", reference " + fmt(r) + ", bound " + fmt(bound) + " (" +
+                               std::to_string(ref.visible[row]) + " visible keys)",
+                           ratio);
+    worst = std::fmax(worst, ratio);
+  }
+  for (size_t row = 0; row < got.lse_values.size(); ++row) {
+    const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
+    const double bound = spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r);
+    double ratio = 0;
+    if (!spec::within_bound(got.lse_values[row], r, bound, &ratio))
+      return Outcome::fail(element_name(p, row, true) + " = " + fmt(got.lse_values[row]) +
+                               ", reference " + fmt(r) + ", bound " + fmt(bound),
+                           ratio);
+    worst = std::fmax(worst, ratio);
+  }
+  return Outcome::pass(worst);
+}
+
+Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const Observed& a,
+                          const Observed& b, const reference::Output& ref) {
+  const spec::NumericsProfile& prof = backend.profile();
+  const size_t D = static_cast<size_t>(p.head_dim);
+  double worst = 0;
+  for (size_t e = 0; e < a.out_values.size(); ++e) {
+    const size_t row = e / D;
+    const double r = ref.row_invalid[row] ? NAN : ref.out[e];
+    const double bound = 2 * spec::output_bound(prof, p, bound_inputs(ref, row, e), r);
+    double ratio = 0;
+    // b stands in for the reference: same class rules, twice the bound.
+    const bool ok = std::isnan(r) ? std::isnan(a.out_values[e]) && std::isnan(b.out_values[e])
+                                  : spec::within_bound(a.out_values[e], b.out_values[e], bound, &ratio);
+    if (!ok)
+      return Outcome::fail(element_name(p, e, false) + ": " + fmt(a.out_values[e]) + " vs " +
+                               fmt(b.out_values[e]) + ", allowed " + fmt(bound),
+                           ratio);
+    worst = std::fmax(worst, ratio);
+  }
+  for (size_t row = 0; row < a.lse_values.size() && row < b.lse_values.size(); ++row) {
+    const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
+    const double bound = 2 * spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r);
+    double ratio = 0;
+    const bool ok = std::isnan(r) ? std::isnan(a.lse_values[row]) && std::isnan(b.lse_values[row])
+                                  : spec::within_bound(a.lse_values[row], b.lse_values[row], bound, &ratio);
+    if (!ok)
+      return Outcome::fail(element_name(p, row, true) + ": " + fmt(a.lse_values[row]) + " vs " +
+                               fmt(b.lse_values[row]) + ", allowed " + fmt(bound),
+                           ratio);
+    worst = std::fmax(worst, ratio);
+  }
+  return Outcome::pass(worst);
+}
+
+Outcome same_bits(const Observed& a, const Observed& b, const std::string& what) {
+  if (a.run.device_error != b.run.device_error)
+    return Outcome::fail(what + ": device error word " + std::to_string(a.run.device_error) +
+                         " vs " + std::to_string(b.run.device_error));
+  for (size_t e = 0; e < a.out_codes.size() && e < b.out_codes.size(); ++e)
+    if (a.out_codes[e] != b.out_codes[e])
+      return Outcome::fail(what + ": output element " + std::to_string(e) + " differs: " +
+                           fmt(a.out_values[e]) + " vs " + fmt(b.out_values[e]));
+  for (size_t r = 0; r < a.lse_codes.size() && r < b.lse_codes.size(); ++r)
+    if (a.lse_codes[r] != b.lse_codes[r])
+      return Outcome::fail(what + ": LSE of row " + std::to_string(r) + " differs: " +
+                           fmt(a.lse_values[r]) + " vs " + fmt(b.lse_values[r]));
+  if (a.out_codes.size() != b.out_codes.size() || a.lse_codes.size() != b.lse_codes.size())
+    return Outcome::fail(what + ": the runs have different shapes");
+  return Outcome::pass();
+}
+
+reference::Output reference_answer(const CaseData& c0) {
+  CaseData c = c0;
+  auto r = reference::decode(c.problem, c.buffers());
+  return r.is_ok() ? std::move(r).value() : reference::Output{};
+}
+
+}  // namespace pacts::conformance

@@ -1,0 +1,212 @@
+#include <pacts/conformance/generators.h>
+#include <pacts/spec/formats.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace pacts::conformance {
+namespace {
+
+namespace gen = rc::gen;
+
+bool is_16bit(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
+
+uint32_t code_of(pacts_format f, double x) {
+  return spec::encode(f, x, spec::Overflow::kSaturate);
+}
+
+// Special codes of a format that stay inside the range contract (spec/contract.md §2): zeros,
+// subnormal extremes, the smallest normal, +-1, and the largest value the contract allows
+// (fp8 and fp16 maxima; bf16 capped at 2^40 so that one element times any generated partner
+// keeps sum |q k| below 2^64, R3). `cap` lowers the largest value further (V feeding an fp16
+// output must stay below 2^15: spec/contract.md R2).
+std::vector<uint32_t> in_contract_codes(pacts_format f, double cap) {
+  const spec::FormatInfo* fi = spec::format_info(f);
+  const double big = std::min({fi->max_finite, std::ldexp(1.0, 40), cap});
+  std::vector<uint32_t> codes = {code_of(f, 0.0)};
+  if (fi->has_negative_zero) codes.push_back(code_of(f, -0.0));
+  for (double x : {fi->min_subnormal, -fi->min_subnormal, fi->min_normal, 1.0, -1.0, big, -big})
+    codes.push_back(code_of(f, x));
+  return codes;
+}
+
+// NaN and Inf codes of a format (outside the range contract).
+std::vector<uint32_t> non_finite_codes(pacts_format f) {
+  std::vector<uint32_t> codes;
+  const spec::FormatInfo* fi = spec::format_info(f);
+  if (fi->has_nan) codes.push_back(spec::encode(f, NAN, spec::Overflow::kNonSaturate));
+  if (fi->has_inf) {
+    codes.push_back(spec::encode(f, INFINITY, spec::Overflow::kNonSaturate));
+    codes.push_back(spec::encode(f, -INFINITY, spec::Overflow::kNonSaturate));
+  }
+  return codes;
+}
+
+uint32_t fp32_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
+pacts_scale_mode pick_scale_mode(pacts_format kv) {
+  if (kv == PACTS_FORMAT_E2M1) return PACTS_SCALE_MX_BLOCK;
+  if (is_16bit(kv)) return *gen::element(PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR);
+  return *gen::element(PACTS_SCALE_PER_TENSOR, PACTS_SCALE_NONE, PACTS_SCALE_PER_TOKEN);
+}
+
+int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
+  const int32_t P = s.page_size, L = s.q_len;
+  // Edges first (shrinking walks toward the front: one token, then one page plus one).
+  const std::vector<int32_t> edges = {1,   P + 1, P,   P - 1, L,   L - 1,
+                                      0,   255,   256, 257,   2 * P + 1, lim.long_context};
+  return *gen::weightedOneOf<int32_t>(
+      {{4, gen::elementOf(edges)}, {1, gen::inRange<int32_t>(0, lim.long_context + 1)}});
+}
+
+// Halve the longest context until the reference's work fits the budget.
+void fit_budget(CaseShape& s, const GenLimits& lim) {
+  while (reference_work(s) > lim.max_reference_work) {
+    auto longest = std::max_element(s.contexts.begin(), s.contexts.end());
+    if (longest == s.contexts.end() || *longest <= 1) break;
+    *longest /= 2;
+  }
+}
+
+Override pick_override(const CaseShape& s, const GenLimits& lim) {
+  Override o;
+  const bool mx = s.kv_format == PACTS_FORMAT_E2M1;
+  std::vector<Override::Tensor> tensors = {Override::Tensor::kK, Override::Tensor::kV,
+                                           Override::Tensor::kQ};
+  if (s.k_scale_mode == PACTS_SCALE_PER_TOKEN || mx) tensors.push_back(Override::Tensor::kKScale);
+  if (s.v_scale_mode == PACTS_SCALE_PER_TOKEN || mx) tensors.push_back(Override::Tensor::kVScale);
+  o.tensor = *gen::elementOf(tensors);
+  o.seq = *gen::inRange<int32_t>(0, std::max(s.batch, 1));
+  const int32_t ctx = s.contexts.empty() ? 1 : s.contexts[static_cast<size_t>(o.seq)];
+  const bool q = o.tensor == Override::Tensor::kQ;
+  o.pos = *gen::inRange<int32_t>(0, std::max(q ? s.q_len : ctx, 1));
+  o.head = *gen::inRange<int32_t>(0, q ? s.num_q_heads : s.num_kv_heads);
+  const bool scale = o.tensor == Override::Tensor::kKScale || o.tensor == Override::Tensor::kVScale;
+  o.dim = *gen::inRange<int32_t>(0, scale ? std::max(s.head_dim / 32, 1) : s.head_dim);
+  // V feeding an fp16 output stays small enough for the output to be finite (R2).
+  const bool small_v = s.out_format == PACTS_FORMAT_FP16 &&
+                       (o.tensor == Override::Tensor::kV || o.tensor == Override::Tensor::kVScale);
+  std::vector<uint32_t> codes;
+  if (scale && mx) {
+    // e8m0: 0x00 is 2^-127, not zero; 0xFF is NaN (its whole block of 32 is NaN).
+    codes = {0x00, 0x01, 0x7F, 0x80};
+    if (lim.non_finite) codes.push_back(0xFF);
+  } else if (scale) {
+    codes = {fp32_bits(0.0f), fp32_bits(1.0f), fp32_bits(std::ldexp(1.0f, -100)),
+             fp32_bits(std::ldexp(1.0f, -140))};
+    if (!small_v) codes.push_back(fp32_bits(std::ldexp(1.0f, 40)));
+    if (lim.non_finite) codes.push_back(fp32_bits(NAN));
+  } else {
+    const pacts_format f = q ? s.q_format : s.kv_format;
+    codes = in_contract_codes(f, small_v ? std::ldexp(1.0, 10) : INFINITY);
+    if (lim.non_finite)
+      for (uint32_t c : non_finite_codes(f)) codes.push_back(c);
+  }
+  o.code = *gen::elementOf(codes);
+  return o;
+}
+
+}  // namespace
+
+int64_t reference_work(const CaseShape& s) {
+  int64_t keys = 0;
+  for (int32_t c : s.contexts) keys += c;
+  return 2 * keys * s.q_len * s.num_q_heads * s.head_dim;
+}
+
+rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
+  return gen::exec([lim] {
+    CaseSpec c;
+    CaseShape& s = c.shape;
+    // Structure, simplest first so that shrinking ends at batch 1, L 1, one KV head, G 1,
+    // D 64, page 8, bf16, NHD, no options.
+    s.batch = *gen::weightedOneOf<int32_t>({{12, gen::inRange<int32_t>(1, 5)},
+                                            {1, gen::just<int32_t>(0)},
+                                            {2, gen::inRange<int32_t>(5, lim.max_batch + 1)}});
+    s.q_len = std::max(lim.min_q_len,
+                       *gen::weightedOneOf<int32_t>({{6, gen::just<int32_t>(1)},
+                                                     {3, gen::inRange<int32_t>(2, 5)},
+                                                     {1, gen::inRange<int32_t>(5, 17)}}));
+    s.num_kv_heads = *gen::inRange<int32_t>(1, 5);
+    const int32_t group = *gen::element<int32_t>(1, 2, 4, 8, 16, 3, 5, 7, 32);
+    s.num_q_heads = std::min(s.num_kv_heads * group, 128 / s.num_kv_heads * s.num_kv_heads);
+    s.head_dim = *gen::element<int32_t>(64, 128, 256);
+    s.page_size = *gen::element<int32_t>(8, 16, 32, 64, 128, 256);
+    s.kv_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+                                PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
+                                PACTS_FORMAT_E2M1);
+    s.q_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+                               PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ);
+    s.out_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32);
+    s.k_scale_mode = pick_scale_mode(s.kv_format);
+    s.v_scale_mode = pick_scale_mode(s.kv_format);
+    s.nibble_order = *gen::element(PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST);
+    s.k_layout = *gen::element(PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
+                               PoolLayout::kPadded);
+    s.v_layout = *gen::element(PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kDimMajorV,
+                               PoolLayout::kPadded);
+    s.q_gap = *gen::element<int32_t>(0, 8, 64);
+    s.out_gap = *gen::element<int32_t>(0, 8, 64);
+    s.bt_extra_cols = *gen::element<int32_t>(0, 2, 1);
+    s.extra_pages = *gen::element<int32_t>(0, 3, 1);
+    s.share_pages = *gen::weightedElement<bool>({{4, false}, {1, true}});
+    s.contexts.clear();
+    for (int32_t b = 0; b < s.batch; ++b) s.contexts.push_back(pick_context(s, lim));
+    // Options.
+    s.sinks = lim.allow_sinks && *gen::weightedElement<bool>({{3, false}, {1, true}});
+    s.lse = *gen::weightedElement<bool>({{1, true}, {1, false}});
+    if (lim.allow_softcap && *gen::weightedElement<bool>({{4, false}, {1, true}}))
+      s.softcap = static_cast<float>(*gen::element<int32_t>(30, 1, 5, 50));
+    if (lim.allow_window && *gen::weightedElement<bool>({{3, false}, {1, true}})) {
+      // 1, near the context, beyond it.
+      const int32_t ctx = s.contexts.empty() ? 1 : s.contexts.front();
+      s.window = *gen::element<int32_t>(1, std::max(ctx - 1, 1), ctx + 1, std::max(ctx / 2, 1),
+                                         ctx + 100);
+    }
+    // e8m0 across the range contract: high K bytes with a tiny Q keep the exact logits in
+    // range while a scale applied after the Q.K sum of raw values overflows fp32 (aiter: 249).
+    if (s.kv_format == PACTS_FORMAT_E2M1 && lim.e8m0_extremes &&
+        *gen::weightedElement<bool>({{3, false}, {1, true}})) {
+      // <= 250: 6 * 2^(250-127) keeps every decoded K below 2^126 (spec/contract.md R1).
+      const int32_t high = *gen::inRange<int32_t>(200, 251);
+      s.k_e8m0_lo = high - 2;
+      s.k_e8m0_hi = high;
+      s.q_exponent = 127 - high - 2;
+      s.v_e8m0_lo = *gen::element<int32_t>(1, 0, 100);
+      // <= 200 keeps |v| below 2^96; an fp16 output needs |v| below 2^15 (spec/contract.md R2).
+      s.v_e8m0_hi = std::min(s.v_e8m0_lo + 100, s.out_format == PACTS_FORMAT_FP16 ? 139 : 200);
+    }
+    fit_budget(s, lim);
+    c.seed = *gen::noShrink(gen::arbitrary<uint64_t>());
+    if (lim.special_values) {
+      const int32_t n = *gen::weightedElement<int32_t>({{3, 0}, {2, 1}, {1, 3}});
+      for (int32_t i = 0; i < n; ++i) c.overrides.push_back(pick_override(s, lim));
+    }
+    return c;
+  });
+}
+
+std::string describe(const CaseSpec& c) {
+  const CaseShape& s = c.shape;
+  std::ostringstream os;
+  os << "B" << s.batch << " L" << s.q_len << " Hq" << s.num_q_heads << " Hkv" << s.num_kv_heads
+     << " D" << s.head_dim << " page" << s.page_size << " kv " << spec::format_name(s.kv_format)
+     << " q " << spec::format_name(s.q_format) << " out " << spec::format_name(s.out_format)
+     << " ctx [";
+  for (size_t i = 0; i < s.contexts.size(); ++i) os << (i ? "," : "") << s.contexts[i];
+  os << "]";
+  if (s.window) os << " window " << s.window;
+  if (s.sinks) os << " sinks";
+  if (s.softcap > 0) os << " softcap " << s.softcap;
+  if (!c.overrides.empty()) os << " overrides " << c.overrides.size();
+  os << " seed " << c.seed;
+  return os.str();
+}
+
+}  // namespace pacts::conformance

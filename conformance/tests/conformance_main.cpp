@@ -1,0 +1,111 @@
+// pacts-conformance: the catalogue as gtest tests, one per property per backend
+// (suite = the property's test name, test = the backend), e.g.
+//   PACTS_POISON_1_UnownedRowsDoNotLeak.reference
+// Options (before or after gtest's own): --backend NAME (default reference), --seed N (fixed
+// default, printed), --cases N (per property), --case-dir DIR (minimal failing cases).
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/runner.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+namespace pacts::conformance {
+namespace {
+
+struct Config {
+  std::string backend = "reference";
+  RunOptions run;
+};
+
+Config& config() {
+  static Config c;
+  return c;
+}
+
+class PropertyTest : public testing::Test {
+ public:
+  PropertyTest(const Property* property, Backend* backend, Backend* reference)
+      : property_(property), backend_(backend), reference_(reference) {}
+
+  void TestBody() override {
+    const PropertyStats s = run_property(*property_, *backend_, *reference_, config().run);
+    std::printf("%s on %s: %lld cases, %lld passed, %lld NotSupported, worst error/bound %.3g, "
+                "%.2f s (seed %llu)\n",
+                property_->id.c_str(), s.backend.c_str(), static_cast<long long>(s.cases),
+                static_cast<long long>(s.passed), static_cast<long long>(s.not_supported),
+                s.worst_ratio, s.seconds, static_cast<unsigned long long>(config().run.seed));
+    RecordProperty("cases", static_cast<int>(s.cases));
+    RecordProperty("not_supported", static_cast<int>(s.not_supported));
+    RecordProperty("worst_ratio", std::to_string(s.worst_ratio));
+    const std::string where =
+        s.case_file.empty() ? std::string(" (no case directory given)")
+                            : "\n  case file: " + s.case_file + "\n  replay: " + s.replay;
+    const std::string minimal = s.minimal ? "\n  minimal case: " + describe(*s.minimal) : "";
+    switch (s.verdict) {
+      case Verdict::kFail:
+        ADD_FAILURE() << property_->id << " failed on " << s.backend << ": " << s.failure << minimal
+                      << where;
+        break;
+      case Verdict::kQualityWarning:
+        RecordProperty("quality_warning", s.failure);
+        std::printf("QualityWarning %s: %s%s%s\n", property_->id.c_str(), s.failure.c_str(),
+                    minimal.c_str(), where.c_str());
+        break;
+      case Verdict::kNotSupported:
+        GTEST_SKIP() << property_->id << ": NotSupported on " << s.backend;
+      case Verdict::kPass:
+        break;
+    }
+  }
+
+ private:
+  const Property* property_;
+  Backend* backend_;
+  Backend* reference_;
+};
+
+// Removes "--name value" from argv; returns the value or `fallback`.
+std::string take_option(int& argc, char** argv, const std::string& name, const std::string& fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] != name) continue;
+    std::string value = argv[i + 1];
+    for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
+    return value;
+  }
+  return fallback;
+}
+
+}  // namespace
+}  // namespace pacts::conformance
+
+int main(int argc, char** argv) {
+  using namespace pacts::conformance;
+  Config& cfg = config();
+  cfg.backend = take_option(argc, argv, "--backend", cfg.backend);
+  cfg.run.seed = std::strtoull(take_option(argc, argv, "--seed", "20261129").c_str(), nullptr, 10);
+  cfg.run.cases = std::atoi(take_option(argc, argv, "--cases", "60").c_str());
+  cfg.run.case_dir = take_option(argc, argv, "--case-dir", "pacts-failures");
+  testing::InitGoogleTest(&argc, argv);
+
+  static std::unique_ptr<Backend> backend = make_backend(cfg.backend);
+  static std::unique_ptr<Backend> reference = make_reference_backend();
+  if (!backend) {
+    std::fprintf(stderr, "pacts-conformance: unknown backend '%s'; known:", cfg.backend.c_str());
+    for (const std::string& n : backend_names()) std::fprintf(stderr, " %s", n.c_str());
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
+  for (const Property& p : catalogue()) {
+    const Property* prop = &p;
+    testing::RegisterTest(p.test_name().c_str(), cfg.backend.c_str(), nullptr, nullptr, __FILE__,
+                          __LINE__, [prop]() -> testing::Test* {
+                            return new PropertyTest(prop, backend.get(), reference.get());
+                          });
+  }
+  return RUN_ALL_TESTS();
+}
