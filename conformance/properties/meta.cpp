@@ -265,7 +265,7 @@ Outcome causal_consistency(PropertyContext& ctx, const CaseSpec& spec) {
           const double x = full.out_values[row * D + d], y = r.out_values[row1 * D + d];
           const double rr = ref.out[row * D + d];
           spec::BoundInputs in{ref.abs_weighted_v[row * D + d], ref.sum_abs_v[row * D + d],
-                               ref.logit_abs_dot[row], ref.visible[row]};
+                               ref.logit_abs_dot[row], ref.visible[row], ref.sink_abs[row]};
           const double bound = 2 * spec::output_bound(ctx.backend.profile(), p, in, rr);
           double ratio = 0;
           const bool ok = ref.row_invalid[row] ? std::isnan(x) && std::isnan(y)

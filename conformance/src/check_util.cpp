@@ -32,6 +32,7 @@ spec::BoundInputs bound_inputs(const reference::Output& ref, size_t row, size_t 
   in.sum_abs_v = ref.sum_abs_v[element];
   in.logit_abs_dot = ref.logit_abs_dot[row];
   in.visible = ref.visible[row];
+  in.sink_abs = ref.sink_abs[row];
   return in;
 }
 

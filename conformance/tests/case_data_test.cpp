@@ -36,8 +36,9 @@ CaseShape small_shape() {
 }
 
 TEST(OwnedBytes, CountsExactlyTheVisibleRows) {
-  CaseData c = make_case(small_shape(), 7);
-  c.context_lens = {13, 0};
+  CaseShape s = small_shape();
+  s.contexts = {13, 0};
+  CaseData c = make_case(s, 7);
   const Ownership own = owned_bytes(c);
   const auto count = [](const std::vector<uint8_t>& f) { return std::accumulate(f.begin(), f.end(), 0); };
   const int rows = 13 * c.problem.num_kv_heads;
@@ -49,8 +50,9 @@ TEST(OwnedBytes, CountsExactlyTheVisibleRows) {
 }
 
 TEST(Poison, OverwritesEveryUnownedByteAndNothingElse) {
-  CaseData c = make_case(small_shape(), 11);
-  c.context_lens = {13, 3};
+  CaseShape s = small_shape();
+  s.contexts = {13, 3};
+  CaseData c = make_case(s, 11);
   CaseData dirty = c;
   ASSERT_TRUE(poison_unowned(dirty, Poison::kNaN, 5));
   const Ownership own = owned_bytes(c);

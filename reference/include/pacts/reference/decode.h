@@ -23,6 +23,7 @@ struct Output {
   std::vector<double> max_v;        // max_j v_j over visible keys, per element (0 if none)
   std::vector<double> logit_max;    // L_max = max_j |s_j| before soft-cap, per row
   std::vector<double> logit_abs_dot;  // max_j softmax_scale * sum_i |q_i k_ji| per row
+  std::vector<double> sink_abs;     // |sink| of the row's head when finite, else 0, per row
   std::vector<int32_t> visible;     // number of visible keys per row
   std::vector<uint8_t> row_invalid; // 1 where a device-resident precondition failed (row is NaN)
   uint32_t device_error = 0;        // PACTS_DEVERR_* bits, as a kernel must report them

@@ -39,6 +39,7 @@ struct BoundInputs {
   double sum_abs_v = 0;       // sum_j |v_j| over visible keys
   double logit_abs_dot = 0;   // max_j softmax_scale * sum_i |q_i k_ji|
   int64_t visible = 0;        // n, visible keys of the row
+  double sink_abs = 0;        // |sink| of the row when it has a finite sink, else 0
 };
 
 // Unit roundoff 2^-(mantissa bits + 1) of bf16/fp16/fp32; 0 for other formats.
