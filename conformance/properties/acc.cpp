@@ -77,8 +77,9 @@ bool scale_v(CaseData& c, int k) {
         b = static_cast<uint8_t>(nb);
       }
       return true;
+    default:
+      return false;  // validated problems have no other mode
   }
-  return false;
 }
 
 // ACC-4: V scaled by 2^k scales the output by exactly 2^k and leaves the LSE bitwise equal,

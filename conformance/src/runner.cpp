@@ -23,6 +23,7 @@ namespace {
 struct Tracker {
   bool shrinking = false;
   std::optional<CaseSpec> last_failure;
+  Verdict last_verdict = Verdict::kFail;
   std::string last_detail;
 };
 
@@ -64,11 +65,14 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
       if (o.verdict == Verdict::kPass) ++stats.passed;
       if (!o.failed()) stats.worst_ratio = std::max(stats.worst_ratio, o.worst_ratio);
     }
-    if (o.failed()) {
+    // A QualityWarning outcome shrinks like a failure (the minimal case is worth a case file)
+    // but does not fail the run; a Fail outcome fails it whatever the property's level.
+    if (o.failed() || o.verdict == Verdict::kQualityWarning) {
       if (!tracker.shrinking) stats.worst_ratio = std::max(stats.worst_ratio, o.worst_ratio);
       tracker.shrinking = true;
       tracker.last_failure = spec;
       tracker.last_detail = o.detail;
+      tracker.last_verdict = o.verdict;
       RC_FAIL(o.detail);
     }
   };
@@ -93,7 +97,7 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
 
   if (tracker.last_failure) {
     stats.failed = 1;
-    stats.verdict = property.level == Level::kMandatory ? Verdict::kFail : Verdict::kQualityWarning;
+    stats.verdict = tracker.last_verdict;  // Fail, or QualityWarning (property.h)
     stats.failure = tracker.last_detail;
     stats.minimal = tracker.last_failure;
     if (!options.case_dir.empty()) {

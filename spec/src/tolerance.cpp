@@ -65,10 +65,12 @@ double logit_error_bound(const NumericsProfile& prof, const pacts_problem& probl
                          const BoundInputs& in) {
   const double s_abs = in.logit_abs_dot;
   // §3.1: the dot product over D terms plus the scale products and the final rounding.
-  double delta = gamma_n(problem.head_dim + 4, prof.u_logit) * s_abs + prof.u_q * s_abs;
+  // A coefficient of 0 contributes 0 even when S is infinite (an Inf input): 0 * inf would be NaN.
+  const auto times = [](double coefficient, double x) { return coefficient == 0 ? 0.0 : coefficient * x; };
+  double delta = times(gamma_n(problem.head_dim + 4, prof.u_logit), s_abs) + times(prof.u_q, s_abs);
   // §3.1: exp(s - m): the shift m is the largest logit or the sink, so |s - m| <= S + max(S,
   // |sink|) and its rounding adds u times that; exp adds eps_exp.
-  delta += prof.u_logit * (s_abs + std::fmax(s_abs, in.sink_abs)) + prof.eps_exp;
+  delta += times(prof.u_logit, s_abs + std::fmax(s_abs, in.sink_abs)) + prof.eps_exp;
   if (problem.softcap > 0) {
     // §3.1: tanh is 1-Lipschitz, so the error above passes through; tanh's own error and the
     // two roundings around it (s / c, c * t) are added at the scale c.

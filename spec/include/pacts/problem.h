@@ -30,7 +30,10 @@ typedef enum pacts_format {
   PACTS_FORMAT_E5M2 = 6,      /* OCP fp8, Inf 0x7C/0xFC */
   PACTS_FORMAT_E5M2FNUZ = 7,  /* max 57344, NaN 0x80 only */
   PACTS_FORMAT_E2M1 = 8,      /* fp4, packed two per byte; KV data of MXFP4 */
-  PACTS_FORMAT_E8M0 = 9       /* exponent-only scale byte; MXFP4 block scales */
+  PACTS_FORMAT_E8M0 = 9,      /* exponent-only scale byte; MXFP4 block scales */
+  /* Forces a 32-bit enum whose range is every int32 value: the ABI does not depend on the
+   * compiler, and a caller's out-of-range value is refused by validate(), never undefined. */
+  PACTS_FORMAT_MAX_ENUM = 0x7FFFFFFF
 } pacts_format;
 
 /* spec/formats.md §3: how K or V values are scaled after decoding. */
@@ -38,13 +41,15 @@ typedef enum pacts_scale_mode {
   PACTS_SCALE_NONE = 0,       /* value = decode(element) */
   PACTS_SCALE_PER_TENSOR = 1, /* value = decode(element) * problem scalar (k_scale / v_scale) */
   PACTS_SCALE_PER_TOKEN = 2,  /* value = decode(element) * fp32 scale[page][head][token] */
-  PACTS_SCALE_MX_BLOCK = 3    /* value = decode_e2m1(nibble) * decode_e8m0(scale byte of d / 32) */
+  PACTS_SCALE_MX_BLOCK = 3,   /* value = decode_e2m1(nibble) * decode_e8m0(scale byte of d / 32) */
+  PACTS_SCALE_MAX_ENUM = 0x7FFFFFFF
 } pacts_scale_mode;
 
 /* spec/formats.md §2: which nibble of an MXFP4 byte holds the even element. */
 typedef enum pacts_nibble_order {
   PACTS_NIBBLE_LOW_FIRST = 0, /* element 2i in bits 3..0 (OCP, ONNX, PyTorch, aiter) */
-  PACTS_NIBBLE_HIGH_FIRST = 1 /* element 2i in bits 7..4 */
+  PACTS_NIBBLE_HIGH_FIRST = 1, /* element 2i in bits 7..4 */
+  PACTS_NIBBLE_MAX_ENUM = 0x7FFFFFFF
 } pacts_nibble_order;
 
 /* spec/operator.md §3: a K or V pool. Element (page p, kv head h, token t, dim d) sits at
@@ -151,7 +156,8 @@ typedef enum pacts_status_code {
   PACTS_NOT_SUPPORTED = 2,
   PACTS_OUT_OF_RANGE = 3,
   PACTS_DEVICE_ERROR = 4,
-  PACTS_INTERNAL = 5
+  PACTS_INTERNAL = 5,
+  PACTS_STATUS_MAX_ENUM = 0x7FFFFFFF
 } pacts_status_code;
 
 /* spec/contract.md §4: bits of the device-side error word. */

@@ -15,7 +15,9 @@ namespace pacts::conformance {
 
 enum class Level { kMandatory, kQualityWarning };
 
-// The result of checking one case.
+// The result of checking one case. A check returns kQualityWarning for what its property makes
+// a quality matter (e.g. NaN propagation, spec/contract.md §3) and kFail for what is mandatory,
+// whatever the property's level: the runner keeps the check's verdict.
 struct Outcome {
   Verdict verdict = Verdict::kPass;
   std::string detail;       // for a failure: what differed, where, the values and the bound

@@ -49,9 +49,9 @@ struct Override {
 // Draws a random structure covering every format, scale mode, layout and option.
 CaseShape random_shape(uint64_t seed, int32_t max_context = 80);
 
-// Builds the problem and fills every owned byte with data of moderate magnitude, then applies
-// the overrides; unowned bytes are zero (poison them with poison_unowned). Physical pages are a
-// random permutation.
+// Builds the problem and fills every row of every page (owned or not) and every query with data
+// of moderate magnitude, then applies the overrides (owned positions only). Unowned rows thus
+// hold ordinary data; poison them with poison_unowned. Physical pages are a random permutation.
 CaseData make_case(const CaseShape& shape, uint64_t seed, const std::vector<Override>& overrides = {});
 
 // Writes one override into a built case (no effect for unowned key positions).

@@ -1,0 +1,305 @@
+// The suite tests itself (issue 3; spec/properties.md §1, "Every property must bite"): every
+// fault of the fault-injecting backend, planted in the reference, must be caught by a Mandatory
+// property, by the property named for it below in particular; every family must catch a fault;
+// the clean reference must pass everything. Each caught fault is shrunk to a minimal case, whose
+// case file must replay the failure. Fixed seed, printed; ctest label `selftest`.
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/case_file.h>
+#include <pacts/conformance/check_util.h>
+#include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/generators.h>
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/random_case.h>
+#include <pacts/conformance/runner.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pacts::conformance {
+namespace {
+
+constexpr uint64_t kSeed = 20261129;
+constexpr int32_t kCases = 40;       // cases of a fault's named catcher, and of the clean run
+constexpr int32_t kSweepCases = 20;  // cases of every other property per fault (informative)
+
+// The self-test runs the catalogue about 17 times, so its cases are smaller than the
+// conformance run's: less reference work per case and smaller batches. Every fault here shows on
+// small shapes, and the properties' own generator flags are kept.
+constexpr int64_t kWork = int64_t{1} << 16;
+constexpr int32_t kMaxBatch = 8;
+constexpr int32_t kLongContext = 300;
+
+Property budgeted(const Property& p) {
+  Property q = p;
+  q.limits.max_reference_work = std::min(q.limits.max_reference_work, kWork);
+  q.limits.max_batch = std::min(q.limits.max_batch, kMaxBatch);
+  q.limits.long_context = std::min(q.limits.long_context, kLongContext);
+  return q;
+}
+
+// The property that must catch each fault (the fault's documented target), and the case budget
+// the whole catalogue gets for it.
+struct Expectation {
+  Fault fault;
+  const char* catcher;
+  int32_t cases = kCases;
+};
+
+const std::vector<Expectation>& expectations() {
+  static const std::vector<Expectation> all = {
+      {Fault::kVTailLeak, "PACTS-POISON-1"},
+      {Fault::kPaddingEntryAsPage, "PACTS-POISON-3"},
+      {Fault::kVScaleTailLeak, "PACTS-POISON-2"},
+      {Fault::kCausalOffByOne, "PACTS-ACC-1"},
+      {Fault::kWindowPlusOne, "PACTS-ACC-1"},
+      {Fault::kWindowMinusOne, "PACTS-ACC-1"},
+      {Fault::kOutputTruncated, "PACTS-ACC-1"},
+      {Fault::kMergeWrongMax, "PACTS-ACC-1"},
+      {Fault::kLseBase2, "PACTS-ACC-2"},
+      {Fault::kSinkScaled, "PACTS-ACC-1"},
+      {Fault::kEmptyRowNegativeZero, "PACTS-EDGE-1"},
+      {Fault::kOutputGapWrite, "PACTS-EDGE-2"},
+      {Fault::kWriteBeforeValidate, "PACTS-REFUSE-1"},
+      {Fault::kDeviceErrorDropped, "PACTS-DEV-1"},
+      {Fault::kNeighbourStateLeak, "PACTS-META-4"},
+      {Fault::kFalseNotSupported, "PACTS-REFUSE-2"},
+  };
+  return all;
+}
+
+const Expectation& expectation(Fault fault) {
+  for (const Expectation& e : expectations())
+    if (e.fault == fault) return e;
+  static const Expectation none{fault, ""};
+  return none;
+}
+
+// "PACTS-POISON-1" -> "POISON".
+std::string family_of(const std::string& id) {
+  const size_t first = id.find('-'), last = id.rfind('-');
+  return first == std::string::npos || last <= first ? id : id.substr(first + 1, last - first - 1);
+}
+
+std::string case_dir(const std::string& leaf) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pacts-selftest" / leaf;
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// One line of the table: a fault, the properties that caught it with the cases each needed,
+// and the minimal case of its named catcher.
+struct Row {
+  std::string fault;
+  std::string catchers;  // "PACTS-ACC-1 (3), PACTS-EDGE-3 (12)"
+  std::string minimal;   // describe() of the shrunk case
+  double seconds = 0;
+};
+
+class SelfTest : public ::testing::TestWithParam<Fault> {
+ public:
+  static void SetUpTestSuite() {
+    std::printf("pacts selftest: seed %llu, %d cases per property (RunOptions)\n",
+                static_cast<unsigned long long>(kSeed), kCases);
+  }
+  static void TearDownTestSuite() {
+    std::printf("\n%-26s | %-60s | %7s | minimal case of the named catcher\n", "fault",
+                "caught by (cases needed)", "seconds");
+    for (const Row& r : rows())
+      std::printf("%-26s | %-60s | %7.1f | %s\n", r.fault.c_str(), r.catchers.c_str(), r.seconds,
+                  r.minimal.c_str());
+  }
+  static std::vector<Row>& rows() {
+    static std::vector<Row> all;
+    return all;
+  }
+};
+
+// Every fault is caught by its named catcher, a Mandatory property; the catcher's shrunk case
+// is saved and its case file replays the failure. The rest of the catalogue then runs on a
+// smaller budget to show what else catches the fault (informative: the table's other columns).
+TEST_P(SelfTest, FaultIsCaught) {
+  const Fault fault = GetParam();
+  const Expectation& want = expectation(fault);
+  ASSERT_STRNE(want.catcher, "") << fault_name(fault) << " has no expected catcher";
+  const Property* catcher = find_property(want.catcher);
+  ASSERT_NE(catcher, nullptr) << want.catcher << " is not in the catalogue";
+  ASSERT_EQ(catcher->level, Level::kMandatory) << want.catcher;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto backend = make_fault_backend(make_reference_backend(), fault);
+  auto reference = make_reference_backend();
+  Row row;
+  row.fault = fault_name(fault);
+
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = want.cases;
+  options.case_dir = case_dir(fault_name(fault));
+  const PropertyStats stats = run_property(budgeted(*catcher), *backend, *reference, options);
+  EXPECT_EQ(stats.verdict, Verdict::kFail)
+      << fault_name(fault) << ": " << want.catcher << " does not catch it in " << want.cases
+      << " cases (seed " << kSeed << ")";
+  if (stats.minimal) {
+    row.catchers = want.catcher + std::string(" (") + std::to_string(stats.cases) + ")";
+    row.minimal = describe(*stats.minimal);
+    std::printf("%s: %s fails after %lld cases and shrinks to: %s\n  %s\n  case file %s\n"
+                "  replay: %s\n",
+                fault_name(fault), want.catcher, static_cast<long long>(stats.cases),
+                row.minimal.c_str(), stats.failure.c_str(), stats.case_file.c_str(),
+                stats.replay.c_str());
+
+    // The saved case file regenerates the failure.
+    EXPECT_FALSE(stats.case_file.empty()) << "no case file was written";
+    if (!stats.case_file.empty()) {
+      const auto file = read_case_file(stats.case_file);
+      ASSERT_TRUE(file.is_ok()) << file.status().to_string();
+      EXPECT_EQ(file.value().property, want.catcher);
+      EXPECT_TRUE(check_case(*catcher, *backend, *reference, file.value().spec).failed())
+          << "the case file " << stats.case_file << " does not reproduce the failure";
+    }
+
+    // Issue 3: the #7092 poison fault shrinks to one sequence of at most one page plus a token.
+    if (fault == Fault::kVTailLeak) {
+      const CaseShape& s = stats.minimal->shape;
+      EXPECT_EQ(s.batch, 1) << row.minimal;
+      ASSERT_EQ(s.contexts.size(), 1u) << row.minimal;
+      EXPECT_LE(s.contexts[0], s.page_size + 1) << row.minimal;
+    }
+  }
+
+  RunOptions sweep;
+  sweep.seed = kSeed;
+  sweep.cases = kSweepCases;
+  sweep.shrink = false;
+  for (const Property& property : catalogue()) {
+    if (property.id == want.catcher) continue;
+    const PropertyStats other = run_property(budgeted(property), *backend, *reference, sweep);
+    if (other.failed == 0) continue;
+    row.catchers += (row.catchers.empty() ? "" : ", ") + property.id +
+                    (other.verdict == Verdict::kFail ? "" : " QW") + " (" +
+                    std::to_string(other.cases) + ")";
+  }
+  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s: caught by %s (%.1f s)\n", row.fault.c_str(),
+              row.catchers.empty() ? "nothing" : row.catchers.c_str(), row.seconds);
+  rows().push_back(row);
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, SelfTest, ::testing::ValuesIn(all_faults()),
+                         [](const ::testing::TestParamInfo<Fault>& param) {
+                           return std::string(fault_name(param.param));
+                         });
+
+// Every fault has a named catcher in the catalogue, and the named catchers cover every family;
+// with FaultIsCaught requiring each catcher to fail, every family catches at least one fault.
+TEST(SelfTestPlan, EveryFamilyCatchesAFault) {
+  std::set<std::string> families, covered;
+  for (const Property& p : catalogue()) families.insert(family_of(p.id));
+  for (const std::string f : {"ACC", "POISON", "META", "EDGE", "REFUSE", "DEV"})
+    EXPECT_TRUE(families.count(f)) << "the catalogue has no " << f << " family";
+  for (Fault fault : all_faults()) {
+    const Expectation& e = expectation(fault);
+    ASSERT_STRNE(e.catcher, "") << fault_name(fault) << " has no expected catcher";
+    EXPECT_NE(find_property(e.catcher), nullptr) << e.catcher << " is not in the catalogue";
+    covered.insert(family_of(e.catcher));
+  }
+  for (const std::string& f : families)
+    EXPECT_TRUE(covered.count(f)) << "no fault is expected to be caught by the " << f << " family";
+  EXPECT_EQ(expectations().size(), all_faults().size());
+}
+
+// Names round-trip and are distinct snake_case.
+TEST(SelfTestPlan, FaultNames) {
+  std::set<std::string> names;
+  for (Fault fault : all_faults()) {
+    const std::string name = fault_name(fault);
+    EXPECT_TRUE(std::all_of(name.begin(), name.end(),
+                            [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
+        << name;
+    EXPECT_TRUE(names.insert(name).second) << name << " twice";
+    EXPECT_EQ(fault_from_name(name), fault);
+  }
+  EXPECT_FALSE(fault_from_name("no_such_fault").has_value());
+}
+
+// The faults model bugs that show only on the inputs that trigger them: on clean data (unowned
+// bytes zero, padding entries naming page 0, no dominant logit, no window) these faults change no
+// bit, so a property that catches them catches the bug, not an artefact of the wrapper.
+TEST(SelfTestPlan, FaultsAreSilentOnCleanData) {
+  auto reference = make_reference_backend();
+  for (Fault fault : {Fault::kVTailLeak, Fault::kPaddingEntryAsPage, Fault::kVScaleTailLeak,
+                      Fault::kMergeWrongMax, Fault::kWriteBeforeValidate, Fault::kOutputGapWrite}) {
+    auto backend = make_fault_backend(make_reference_backend(), fault);
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      CaseShape shape = random_shape(kSeed + seed);
+      shape.window = 0;  // merge_wrong_max: a window can empty the first partition
+      const CaseData c = make_case(shape, seed);
+      const Observed want = observe(*reference, c), got = observe(*backend, c);
+      ASSERT_TRUE(got.run.status.is_ok()) << fault_name(fault) << ": " << got.run.status.to_string();
+      const Outcome same = same_bits(got, want, std::string(fault_name(fault)) + " on clean data");
+      EXPECT_FALSE(same.failed()) << same.detail << " (random_shape seed " << kSeed + seed << ")";
+    }
+  }
+}
+
+// merge_wrong_max without a window: a key in the second half with a logit about 512 above the
+// rest overflows exp(lse2 - lse1) in fp32 (NaN output, LSE +inf); the same key in the first half
+// is harmless, because there the first partition's maximum is the global one.
+TEST(SelfTestPlan, MergeWrongMaxOverflowsOnADominantLateLogit) {
+  auto reference = make_reference_backend();
+  auto backend = make_fault_backend(make_reference_backend(), Fault::kMergeWrongMax);
+  CaseShape shape;
+  shape.batch = 1;
+  shape.num_q_heads = shape.num_kv_heads = 1;
+  shape.contexts = {32};  // partitions [0, 16) and [16, 32)
+  for (int32_t key : {20, 5}) {
+    // q_0 = 1 (bf16 0x3F80), k_{key,0} = 4096 (bf16 0x4580): logit about 4096 / sqrt(64) = 512.
+    const std::vector<Override> dominant = {
+        {Override::Tensor::kQ, 0, 0, 0, 0, 0x3F80},
+        {Override::Tensor::kK, 0, key, 0, 0, 0x4580},
+    };
+    const CaseData c = make_case(shape, kSeed, dominant);
+    const Observed want = observe(*reference, c), got = observe(*backend, c);
+    ASSERT_TRUE(std::isfinite(want.lse_values.at(0)));
+    if (key >= 16) {
+      EXPECT_TRUE(std::isnan(got.out_values.at(0))) << "dominant key " << key;
+      EXPECT_EQ(got.lse_values.at(0), INFINITY) << "dominant key " << key;
+    } else {
+      EXPECT_FALSE(same_bits(got, want, "dominant key in the first half").failed());
+    }
+  }
+}
+
+// The sanity row: the clean reference passes every property (a property that fails the reference
+// would make every catch above meaningless).
+TEST(SelfTestPlan, CleanReferencePassesEverything) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto backend = make_reference_backend();
+  auto reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = kCases;
+  options.case_dir = case_dir("clean");
+  for (const Property& property : catalogue()) {
+    const PropertyStats stats = run_property(budgeted(property), *backend, *reference, options);
+    std::printf("clean reference: %-16s %-14s cases %3lld, passed %3lld, not supported %3lld, %5.2f s\n",
+                stats.id.c_str(), verdict_name(stats.verdict), static_cast<long long>(stats.cases),
+                static_cast<long long>(stats.passed), static_cast<long long>(stats.not_supported),
+                stats.seconds);
+    EXPECT_EQ(stats.failed, 0) << stats.id << " fails the clean reference: " << stats.failure
+                               << (stats.minimal ? "\n  minimal case: " + describe(*stats.minimal) : "");
+  }
+  std::printf("clean reference: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+}  // namespace
+}  // namespace pacts::conformance
