@@ -1,4 +1,6 @@
 #include <pacts/conformance/backend.h>
+#include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/host_backend.h>
 #include <pacts/reference/decode.h>
 #include <pacts/spec/formats.h>
 
@@ -135,10 +137,17 @@ std::vector<RunResult> Backend::run_many(std::span<const Job> jobs) {
 
 std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
 
-std::vector<std::string> backend_names() { return {"reference"}; }
+std::vector<std::string> backend_names() { return {"reference", "host"}; }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
+  if (name == "host") return make_host_backend();
+  // "<inner>+<fault>": a backend with a planted fault (the self-test's case files name these).
+  if (const size_t plus = name.find('+'); plus != std::string::npos) {
+    const std::optional<Fault> fault = fault_from_name(name.substr(plus + 1));
+    std::unique_ptr<Backend> inner = make_backend(name.substr(0, plus));
+    if (fault && inner) return make_fault_backend(std::move(inner), *fault);
+  }
   return nullptr;
 }
 

@@ -70,6 +70,12 @@ void store_code(const pacts_view& view, int64_t element, int bytes, uint32_t cod
   std::memcpy(static_cast<uint8_t*>(view.data) + element * bytes, &code, static_cast<size_t>(bytes));
 }
 
+// A private copy of a read view's bytes (what a faulty kernel "reads" instead of the caller's).
+std::vector<uint8_t> copy_of(const pacts_view& view) {
+  const auto* bytes = static_cast<const uint8_t*>(view.data);
+  return bytes == nullptr ? std::vector<uint8_t>{} : std::vector<uint8_t>(bytes, bytes + view.bytes);
+}
+
 int64_t row_at(const pacts_row_layout& l, int64_t b, int64_t i, int64_t h) {
   return b * l.s_batch + i * l.s_tok + h * l.s_head;
 }
@@ -216,7 +222,8 @@ class FaultBackend final : public Backend {
   // row of a sequence gets 0 * v_{t,d} (decoded with its scale) for every unowned tail slot t of
   // its KV head. Finite tails change no bit; NaN/Inf tails make the elements NaN.
   // Violates spec/contract.md §1.2 (tail of the last page is unowned) and §5 (discard by
-  // selection, never by multiplication). Expected catchers: PACTS-POISON-1, PACTS-EDGE-3.
+  // selection, never by multiplication). Expected catcher: PACTS-POISON-1 (spec/properties.md
+  // §10 also names EDGE-3, which can see it only on cases whose unowned tail is poisoned).
   RunResult v_tail_leak(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) {
     RunResult r = inner_->run(p, b, hint);
     if (!r.status.is_ok()) return r;
@@ -290,14 +297,15 @@ class FaultBackend final : public Backend {
   // thereby sees key 0 through its first (padding) entry, as such a kernel would.
   // Violates spec/operator.md §5. Expected: PACTS-ACC-1, PACTS-EDGE-1.
   RunResult causal_off_by_one(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) {
-    std::vector<int32_t> ctx(static_cast<size_t>(p.batch));
+    std::vector<uint8_t> copy = copy_of(b.context_lens);
+    const pacts_view ctx{copy.data(), copy.size()};
     for (int64_t seq = 0; seq < p.batch; ++seq) {
       const int64_t n = context_of(b, seq);
-      const bool room = context_valid(p, n) && n < int64_t{p.max_pages_per_seq} * p.page_size;
-      ctx[static_cast<size_t>(seq)] = static_cast<int32_t>(room ? n + 1 : n);
+      if (context_valid(p, n) && n < int64_t{p.max_pages_per_seq} * p.page_size)
+        store<int32_t>(ctx, seq, static_cast<int32_t>(n + 1));
     }
     pacts_buffers shifted = b;
-    shifted.context_lens = {ctx.data(), b.context_lens.bytes};
+    shifted.context_lens = ctx;
     return inner_->run(p, shifted, hint);
   }
 
@@ -440,11 +448,12 @@ class FaultBackend final : public Backend {
   // Violates spec/operator.md §8 (the sink is not multiplied by tau). Expected: PACTS-ACC-1.
   RunResult sink_scaled(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) {
     if (!p.has_sinks) return inner_->run(p, b, hint);
-    std::vector<float> sinks(static_cast<size_t>(p.num_q_heads));
+    std::vector<uint8_t> copy = copy_of(b.sinks);
+    const pacts_view sinks{copy.data(), copy.size()};
     for (int64_t h = 0; h < p.num_q_heads; ++h)
-      sinks[static_cast<size_t>(h)] = load<float>(b.sinks, h) * p.softmax_scale;
+      store<float>(sinks, h, load<float>(b.sinks, h) * p.softmax_scale);
     pacts_buffers scaled = b;
-    scaled.sinks = {sinks.data(), b.sinks.bytes};
+    scaled.sinks = sinks;
     return inner_->run(p, scaled, hint);
   }
 

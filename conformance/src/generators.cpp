@@ -11,6 +11,30 @@ namespace {
 
 namespace gen = rc::gen;
 
+// RapidCheck's element, elementOf and weightedElement never shrink (Select.hpp returns a
+// non-shrinking value). Picking an index with inRange does shrink, toward the first item, so
+// every list below is ordered simplest first. inRange also scales its range with RapidCheck's
+// size, which would make the last items rare in a short run; resizing to the nominal size keeps
+// every item equally likely from the first case on.
+size_t pick_index(size_t n) { return *gen::resize(100, gen::inRange<size_t>(0, n)); }
+
+template <class T>
+T pick(const std::vector<T>& items) {
+  return items[pick_index(items.size())];
+}
+
+template <class T>
+T pick_weighted(const std::vector<std::pair<int, T>>& items) {
+  int total = 0;
+  for (const auto& [w, x] : items) total += w;
+  int r = static_cast<int>(pick_index(static_cast<size_t>(total)));
+  for (const auto& [w, x] : items) {
+    if (r < w) return x;
+    r -= w;
+  }
+  return items.back().second;
+}
+
 bool is_16bit(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
 
 uint32_t code_of(pacts_format f, double x) {
@@ -52,8 +76,8 @@ uint32_t fp32_bits(float x) {
 
 pacts_scale_mode pick_scale_mode(pacts_format kv) {
   if (kv == PACTS_FORMAT_E2M1) return PACTS_SCALE_MX_BLOCK;
-  if (is_16bit(kv)) return *gen::element(PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR);
-  return *gen::element(PACTS_SCALE_PER_TENSOR, PACTS_SCALE_NONE, PACTS_SCALE_PER_TOKEN);
+  if (is_16bit(kv)) return pick<pacts_scale_mode>({PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR});
+  return pick<pacts_scale_mode>({PACTS_SCALE_PER_TENSOR, PACTS_SCALE_NONE, PACTS_SCALE_PER_TOKEN});
 }
 
 int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
@@ -61,8 +85,8 @@ int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
   // Edges first (shrinking walks toward the front: one token, then one page plus one).
   const std::vector<int32_t> edges = {1,   P + 1, P,   P - 1, L,   L - 1,
                                       0,   255,   256, 257,   2 * P + 1, lim.long_context};
-  return *gen::weightedOneOf<int32_t>(
-      {{4, gen::elementOf(edges)}, {1, gen::inRange<int32_t>(0, lim.long_context + 1)}});
+  return pick_weighted<int>({{4, 0}, {1, 1}}) == 0 ? pick(edges)
+                                                    : *gen::inRange<int32_t>(0, lim.long_context + 1);
 }
 
 // Halve the longest context until the reference's work fits the budget.
@@ -81,7 +105,7 @@ Override pick_override(const CaseShape& s, const GenLimits& lim) {
                                            Override::Tensor::kQ};
   if (s.k_scale_mode == PACTS_SCALE_PER_TOKEN || mx) tensors.push_back(Override::Tensor::kKScale);
   if (s.v_scale_mode == PACTS_SCALE_PER_TOKEN || mx) tensors.push_back(Override::Tensor::kVScale);
-  o.tensor = *gen::elementOf(tensors);
+  o.tensor = pick(tensors);
   o.seq = *gen::inRange<int32_t>(0, std::max(s.batch, 1));
   const int32_t ctx = s.contexts.empty() ? 1 : s.contexts[static_cast<size_t>(o.seq)];
   const bool q = o.tensor == Override::Tensor::kQ;
@@ -112,7 +136,7 @@ Override pick_override(const CaseShape& s, const GenLimits& lim) {
     if (lim.non_finite)
       for (uint32_t c : non_finite_codes(f)) codes.push_back(c);
   }
-  o.code = *gen::elementOf(codes);
+  o.code = pick(codes);
   return o;
 }
 
@@ -130,66 +154,67 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     CaseShape& s = c.shape;
     // Structure, simplest first so that shrinking ends at batch 1, L 1, one KV head, G 1,
     // D 64, page 8, bf16, NHD, no options.
-    s.batch = *gen::weightedOneOf<int32_t>({{12, gen::inRange<int32_t>(1, 5)},
-                                            {1, gen::just<int32_t>(0)},
-                                            {2, gen::inRange<int32_t>(5, lim.max_batch + 1)}});
-    s.q_len = std::max(lim.min_q_len,
-                       *gen::weightedOneOf<int32_t>({{6, gen::just<int32_t>(1)},
-                                                     {3, gen::inRange<int32_t>(2, 5)},
-                                                     {1, gen::inRange<int32_t>(5, 17)}}));
+    const int batch_kind = pick_weighted<int>({{12, 0}, {1, 1}, {2, 2}});
+    s.batch = batch_kind == 0   ? *gen::inRange<int32_t>(1, 5)
+              : batch_kind == 1 ? 0
+                                : *gen::inRange<int32_t>(5, lim.max_batch + 1);
+    const int l_kind = pick_weighted<int>({{6, 0}, {3, 1}, {1, 2}});
+    s.q_len = std::max(lim.min_q_len, l_kind == 0   ? 1
+                                      : l_kind == 1 ? *gen::inRange<int32_t>(2, 5)
+                                                    : *gen::inRange<int32_t>(5, 17));
     s.num_kv_heads = *gen::inRange<int32_t>(1, 5);
-    const int32_t group = *gen::element<int32_t>(1, 2, 4, 8, 16, 3, 5, 7, 32);
+    const int32_t group = pick<int32_t>({1, 2, 4, 8, 16, 3, 5, 7, 32});
     s.num_q_heads = std::min(s.num_kv_heads * group, 128 / s.num_kv_heads * s.num_kv_heads);
-    s.head_dim = *gen::element<int32_t>(64, 128, 256);
-    s.page_size = *gen::element<int32_t>(8, 16, 32, 64, 128, 256);
-    s.kv_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+    s.head_dim = pick<int32_t>({64, 128, 256});
+    s.page_size = pick<int32_t>({8, 16, 32, 64, 128, 256});
+    s.kv_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
                                 PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
-                                PACTS_FORMAT_E2M1);
-    s.q_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
-                               PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ);
-    s.out_format = *gen::element(PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32);
+                                PACTS_FORMAT_E2M1});
+    s.q_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+                               PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ});
+    s.out_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32});
     s.k_scale_mode = pick_scale_mode(s.kv_format);
     s.v_scale_mode = pick_scale_mode(s.kv_format);
-    s.nibble_order = *gen::element(PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST);
-    s.k_layout = *gen::element(PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
-                               PoolLayout::kPadded);
-    s.v_layout = *gen::element(PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kDimMajorV,
-                               PoolLayout::kPadded);
-    s.q_gap = *gen::element<int32_t>(0, 8, 64);
-    s.out_gap = *gen::element<int32_t>(0, 8, 64);
-    s.bt_extra_cols = *gen::element<int32_t>(0, 2, 1);
-    s.extra_pages = *gen::element<int32_t>(0, 3, 1);
-    s.share_pages = *gen::weightedElement<bool>({{4, false}, {1, true}});
+    s.nibble_order = pick<pacts_nibble_order>({PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST});
+    s.k_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
+                               PoolLayout::kPadded});
+    s.v_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kDimMajorV,
+                               PoolLayout::kPadded});
+    s.q_gap = pick<int32_t>({0, 8, 64});
+    s.out_gap = pick<int32_t>({0, 8, 64});
+    s.bt_extra_cols = pick<int32_t>({0, 2, 1});
+    s.extra_pages = pick<int32_t>({0, 3, 1});
+    s.share_pages = pick_weighted<bool>({{4, false}, {1, true}});
     s.contexts.clear();
     for (int32_t b = 0; b < s.batch; ++b) s.contexts.push_back(pick_context(s, lim));
     // Options.
-    s.sinks = lim.allow_sinks && *gen::weightedElement<bool>({{3, false}, {1, true}});
-    s.lse = *gen::weightedElement<bool>({{1, true}, {1, false}});
-    if (lim.allow_softcap && *gen::weightedElement<bool>({{4, false}, {1, true}}))
-      s.softcap = static_cast<float>(*gen::element<int32_t>(30, 1, 5, 50));
-    if (lim.allow_window && *gen::weightedElement<bool>({{3, false}, {1, true}})) {
+    s.sinks = lim.allow_sinks && pick_weighted<bool>({{3, false}, {1, true}});
+    s.lse = pick_weighted<bool>({{1, true}, {1, false}});
+    if (lim.allow_softcap && pick_weighted<bool>({{4, false}, {1, true}}))
+      s.softcap = static_cast<float>(pick<int32_t>({30, 1, 5, 50}));
+    if (lim.allow_window && pick_weighted<bool>({{3, false}, {1, true}})) {
       // 1, near the context, beyond it.
       const int32_t ctx = s.contexts.empty() ? 1 : s.contexts.front();
-      s.window = *gen::element<int32_t>(1, std::max(ctx - 1, 1), ctx + 1, std::max(ctx / 2, 1),
-                                         ctx + 100);
+      s.window = pick<int32_t>({1, std::max(ctx - 1, 1), ctx + 1, std::max(ctx / 2, 1),
+                                         ctx + 100});
     }
     // e8m0 across the range contract: high K bytes with a tiny Q keep the exact logits in
     // range while a scale applied after the Q.K sum of raw values overflows fp32 (aiter: 249).
     if (s.kv_format == PACTS_FORMAT_E2M1 && lim.e8m0_extremes &&
-        *gen::weightedElement<bool>({{3, false}, {1, true}})) {
+        pick_weighted<bool>({{3, false}, {1, true}})) {
       // <= 250: 6 * 2^(250-127) keeps every decoded K below 2^126 (spec/contract.md R1).
       const int32_t high = *gen::inRange<int32_t>(200, 251);
       s.k_e8m0_lo = high - 2;
       s.k_e8m0_hi = high;
       s.q_exponent = 127 - high - 2;
-      s.v_e8m0_lo = *gen::element<int32_t>(1, 0, 100);
+      s.v_e8m0_lo = pick<int32_t>({1, 0, 100});
       // <= 200 keeps |v| below 2^96; an fp16 output needs |v| below 2^15 (spec/contract.md R2).
       s.v_e8m0_hi = std::min(s.v_e8m0_lo + 100, s.out_format == PACTS_FORMAT_FP16 ? 139 : 200);
     }
     fit_budget(s, lim);
     c.seed = *gen::noShrink(gen::arbitrary<uint64_t>());
     if (lim.special_values) {
-      const int32_t n = *gen::weightedElement<int32_t>({{3, 0}, {2, 1}, {1, 3}});
+      const int32_t n = pick_weighted<int32_t>({{3, 0}, {2, 1}, {1, 3}});
       for (int32_t i = 0; i < n; ++i) c.overrides.push_back(pick_override(s, lim));
     }
     return c;

@@ -1,0 +1,185 @@
+// The "hip" backend: pacts::kernels::hip behind the conformance Backend interface, on one GPU.
+//
+// Capabilities: exactly what the kernels support (pacts::kernels::hip::check_supported): KV and Q
+// bf16/fp16, output bf16/fp16/fp32, scale modes none/per_tensor/per_token, NHD/HND pools
+// (chunk == head_dim), D 64/128/256, page sizes 8..256, L up to 16, any G, sinks, window,
+// soft-cap, LSE; deterministic (fixed reduction orders); honours plan hints.
+// The numerics profile is pacts::kernels::hip::profile().
+//
+// Each run uploads every buffer, the output and LSE allocations included (so bytes the kernels
+// must not write keep the caller's poison), runs, and downloads the WHOLE output and LSE
+// allocations. Device copies keep the host pointers' offset modulo 256, so alignment cases reach
+// the kernels as the suite built them. The workspace is filled before every run with a poison
+// that alternates between runs (NaN bytes, then a large finite value), as for the host backend.
+#include <pacts/conformance/hip_backend.h>
+#include <pacts/hip.h>
+
+#include <cstdio>
+#include <utility>
+#include <vector>
+
+namespace pacts::conformance {
+namespace {
+
+// One device allocation of a host view, offset like the host pointer modulo 256.
+class DeviceView {
+ public:
+  DeviceView() = default;
+  DeviceView(const DeviceView&) = delete;
+  DeviceView& operator=(const DeviceView&) = delete;
+  ~DeviceView() { kernels::hip::memory::release(base_); }
+
+  spec::Status upload(const pacts_view& host) {
+    view_ = {nullptr, host.bytes};
+    if (host.data == nullptr) return spec::Status::ok();
+    const uint64_t offset = reinterpret_cast<uintptr_t>(host.data) % 256;
+    if (capacity_ < host.bytes + offset + 1) {
+      kernels::hip::memory::release(base_);
+      base_ = nullptr;
+      capacity_ = 0;
+      spec::Result<void*> fresh = kernels::hip::memory::allocate(host.bytes + offset + 1);
+      if (!fresh) return fresh.status();
+      base_ = static_cast<uint8_t*>(fresh.value());
+      capacity_ = host.bytes + offset + 1;
+    }
+    view_.data = base_ + offset;
+    if (host.bytes == 0) return spec::Status::ok();
+    return kernels::hip::memory::to_device(view_.data, host.data, host.bytes);
+  }
+
+  spec::Status download(const pacts_view& host) const {
+    if (host.data == nullptr || host.bytes == 0) return spec::Status::ok();
+    return kernels::hip::memory::to_host(host.data, view_.data, host.bytes);
+  }
+
+  const pacts_view& view() const { return view_; }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint64_t capacity_ = 0;
+  pacts_view view_{};
+};
+
+class HipBackend final : public Backend {
+ public:
+  HipBackend(kernels::DeviceInfo device, int32_t ordinal)
+      : device_(std::move(device)), ordinal_(ordinal), profile_(kernels::hip::profile()) {
+    caps_.q_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16};
+    caps_.kv_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16};
+    caps_.out_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32};
+    caps_.scale_modes = {PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR, PACTS_SCALE_PER_TOKEN};
+    caps_.head_dims = {64, 128, 256};
+    caps_.min_page_size = 8;
+    caps_.max_page_size = 256;
+    caps_.max_q_len = 16;
+    caps_.max_group = 1 << 30;  // G is a runtime value: rows are tiled 16 at a time
+    caps_.chunked_layouts = false;
+    caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
+    caps_.deterministic = true;
+    caps_.split_plans = true;
+    caps_.requirements = kernels::hip::requirements();
+  }
+
+  ~HipBackend() override {
+    kernels::hip::memory::release(workspace_);
+    kernels::hip::memory::release(error_word_);
+  }
+
+  std::string name() const override { return "hip"; }
+  std::string device() const override { return device_.name; }
+  const Capabilities& capabilities() const override { return caps_; }
+  const spec::NumericsProfile& profile() const override { return profile_; }
+
+  RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
+                const PlanHint& hint) override {
+    RunResult result;
+    // Validated on the caller's pointers first: the device copies are separate allocations, so
+    // aliasing between the caller's buffers would be invisible after the upload.
+    if (spec::Status s = spec::validate(problem, buffers, caps_.requirements); !s) {
+      result.status = s;
+      return result;
+    }
+    int32_t fixed_size = 0, fixed_partitions = 0;
+    if (hint.kind == PlanHint::Kind::kPartitionSize) fixed_size = hint.value;
+    if (hint.kind == PlanHint::Kind::kPartitions) fixed_partitions = hint.value;
+    spec::Result<kernels::Plan> plan =
+        kernels::hip::plan(problem, device_, fixed_size, fixed_partitions);
+    if (!plan) {
+      result.status = plan.status();
+      return result;
+    }
+    const kernels::Plan& chosen = plan.value();
+    result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
+    result.plan.max_partitions = chosen.num_partitions;
+    result.plan.variant = chosen.variant;
+    result.status = execute(chosen, buffers, &result.device_error);
+    return result;
+  }
+
+ private:
+  spec::Status execute(const kernels::Plan& plan, const pacts_buffers& host, uint32_t* error) {
+    namespace mem = kernels::hip::memory;
+    if (spec::Status s = mem::select_device(ordinal_); !s) return s;
+    const pacts_view* in[] = {&host.q,     &host.k,           &host.v,
+                              &host.k_scale, &host.v_scale,   &host.block_table,
+                              &host.context_lens, &host.sinks, &host.out, &host.lse};
+    for (int n = 0; n < 10; ++n)
+      if (spec::Status s = views_[n].upload(*in[n]); !s) return s;
+    pacts_buffers dev;
+    pacts_view* out[] = {&dev.q,     &dev.k,           &dev.v,     &dev.k_scale, &dev.v_scale,
+                         &dev.block_table, &dev.context_lens, &dev.sinks, &dev.out, &dev.lse};
+    for (int n = 0; n < 10; ++n) *out[n] = views_[n].view();
+
+    const uint64_t bytes = kernels::workspace_size(plan);
+    if (bytes > workspace_bytes_) {
+      mem::release(workspace_);
+      workspace_ = nullptr;
+      workspace_bytes_ = 0;
+      spec::Result<void*> fresh = mem::allocate(bytes);
+      if (!fresh) return fresh.status();
+      workspace_ = fresh.value();
+      workspace_bytes_ = bytes;
+    }
+    const int fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
+    if (bytes > 0)
+      if (spec::Status s = mem::fill(workspace_, fill, bytes); !s) return s;
+    if (error_word_ == nullptr) {
+      spec::Result<void*> word = mem::allocate(sizeof(uint32_t));
+      if (!word) return word.status();
+      error_word_ = static_cast<uint32_t*>(word.value());
+    }
+    if (spec::Status s = mem::fill(error_word_, 0, sizeof(uint32_t)); !s) return s;
+
+    if (spec::Status s = kernels::hip::decode(plan, dev, error_word_, bytes ? workspace_ : nullptr,
+                                              bytes, nullptr);
+        !s)
+      return s;
+    if (spec::Status s = mem::synchronize(); !s) return s;
+    if (spec::Status s = mem::to_host(error, error_word_, sizeof(uint32_t)); !s) return s;
+    if (spec::Status s = views_[8].download(host.out); !s) return s;
+    return views_[9].download(host.lse);
+  }
+
+  kernels::DeviceInfo device_;
+  int32_t ordinal_;
+  Capabilities caps_;
+  spec::NumericsProfile profile_;
+  DeviceView views_[10];
+  void* workspace_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
+  uint32_t* error_word_ = nullptr;
+  uint64_t runs_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_hip_backend(int32_t ordinal) {
+  spec::Result<kernels::DeviceInfo> dev = kernels::hip::device(ordinal);
+  if (!dev) {
+    std::fprintf(stderr, "hip backend: %s\n", dev.status().to_string().c_str());
+    return nullptr;
+  }
+  return std::make_unique<HipBackend>(dev.value(), ordinal);
+}
+
+}  // namespace pacts::conformance

@@ -1,0 +1,80 @@
+// The "host" backend: pacts::kernels::host behind the conformance Backend interface.
+//
+// Capabilities: everything the spec defines (every format, scale mode, layout including x-packed
+// K and dim-major V, head dim, page size, L, G, sinks, window, soft-cap, LSE); deterministic;
+// honours plan hints (split plans). The numerics profile is host::profile().
+//
+// The workspace is the adapter's, reused across runs. Before every run it is filled with a
+// poison pattern that alternates between runs (NaN bytes, then a large finite value), so that a
+// kernel reading a partial it did not write in the same call would change its output between
+// two runs of one plan (PACTS-META-2, PACTS-POISON-5) or make it NaN (PACTS-ACC-1).
+#include <pacts/conformance/host_backend.h>
+#include <pacts/decode.h>
+#include <pacts/host.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace pacts::conformance {
+namespace {
+
+class HostBackend final : public Backend {
+ public:
+  explicit HostBackend(int32_t threads)
+      : device_(kernels::host::device(threads)), profile_(kernels::host::profile()) {
+    caps_ = Capabilities::everything();
+    caps_.chunked_layouts = true;
+    caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
+    caps_.deterministic = true;
+    caps_.split_plans = true;
+    caps_.requirements = kernels::host::requirements();
+  }
+
+  std::string name() const override { return "host"; }
+  std::string device() const override { return device_.name; }
+  const Capabilities& capabilities() const override { return caps_; }
+  const spec::NumericsProfile& profile() const override { return profile_; }
+
+  RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
+                const PlanHint& hint) override {
+    RunResult result;
+    int32_t fixed_size = 0, fixed_partitions = 0;
+    if (hint.kind == PlanHint::Kind::kPartitionSize) fixed_size = hint.value;
+    if (hint.kind == PlanHint::Kind::kPartitions) fixed_partitions = hint.value;
+    spec::Result<kernels::Plan> plan =
+        kernels::plan(problem, device_, fixed_size, fixed_partitions);
+    if (!plan) {
+      result.status = plan.status();
+      return result;
+    }
+    const kernels::Plan& chosen = plan.value();
+    const uint64_t bytes = kernels::workspace_size(chosen);
+    if (workspace_.size() * sizeof(float) < bytes) workspace_.resize((bytes + 3) / 4);
+    const uint8_t fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
+    if (bytes > 0) std::memset(workspace_.data(), fill, static_cast<size_t>(bytes));
+    uint32_t error_word = 0;
+    result.status = kernels::host::decode(chosen, buffers, &error_word,
+                                          bytes ? workspace_.data() : nullptr, bytes);
+    result.device_error = error_word;
+    result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
+    result.plan.max_partitions = chosen.num_partitions;
+    result.plan.variant = chosen.variant;
+    return result;
+  }
+
+ private:
+  kernels::DeviceInfo device_;
+  Capabilities caps_;
+  spec::NumericsProfile profile_;
+  std::vector<float> workspace_;
+  uint64_t runs_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_host_backend(int32_t threads) {
+  return std::make_unique<HostBackend>(threads);
+}
+
+}  // namespace pacts::conformance

@@ -1,0 +1,45 @@
+// pacts HIP platform layer: the one header that knows the vendor. Everything else in
+// kernels/hip/ includes this and speaks HIP: on AMD the real ROCm <hip/hip_runtime.h>, on NVIDIA
+// our own mapping onto the CUDA runtime (platform/cuda_map.h). Also the project's answers to the
+// portability traps of ../shared/notes/toolchains.md: a compile-time warp size, one shuffle
+// macro, checked API calls.
+#pragma once
+
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#include <hip/hip_runtime.h>
+#define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
+#define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
+namespace pacts::gpu {
+inline constexpr int kWarpSize = 64;  // gfx90a, gfx942, gfx950: wave64
+inline constexpr const char* kVendor = "amd";
+template <class F>
+inline hipError_t hipFuncSetMaxDynamicSharedBytes(F* f, int bytes) {
+  return hipFuncSetAttribute(reinterpret_cast<const void*>(f),
+                             hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+}  // namespace pacts::gpu
+using pacts::gpu::hipFuncSetMaxDynamicSharedBytes;
+#else
+#include "platform/cuda_map.h"
+#endif
+
+#include <string>
+
+namespace pacts::gpu {
+
+// "hipMalloc(out): out of memory": the call and the runtime's words, for a DeviceError status.
+inline std::string describe(const char* what, hipError_t e) {
+  return std::string(what) + ": " + hipGetErrorString(e);
+}
+
+}  // namespace pacts::gpu
+
+// Checked call inside a function returning spec::Status (or Result): a failure becomes
+// DeviceError naming the call. Every GPU call goes through this (conventions.md).
+#define PACTS_GPU_CHECK(call)                                                  \
+  do {                                                                         \
+    const hipError_t pacts_gpu_err_ = (call);                                  \
+    if (pacts_gpu_err_ != hipSuccess)                                          \
+      return ::pacts::spec::Status(::pacts::spec::Code::kDeviceError,               \
+                                   ::pacts::gpu::describe(#call, pacts_gpu_err_));     \
+  } while (0)

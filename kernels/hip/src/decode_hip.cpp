@@ -1,0 +1,287 @@
+// pacts::kernels::hip: plan, device query, profile and the launches (pacts/hip.h). Compiled as
+// device code (nvcc on NVIDIA, hipcc/amdclang on AMD).
+#include <pacts/hip.h>
+#include <pacts/spec/formats.h>
+#include <pacts/spec/validate.h>
+
+#include "platform/gpu.h"
+#include "src/kernel.h"
+#include "src/plan_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace pacts::kernels::hip {
+namespace {
+
+using detail::Params;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int32_t tile_keys(int32_t head_dim) {
+  switch (head_dim) {
+    case 64: return detail::Shape<64>::kTile;
+    case 128: return detail::Shape<128>::kTile;
+    default: return detail::Shape<256>::kTile;
+  }
+}
+
+// Automatic split (spec/operator.md §11 leaves it to the backend): enough blocks for
+// kBlocksPerSm per multiprocessor, partitions of at least kMinPartitionKeys, at most
+// kMaxPartitions. Depends on the shape and the multiprocessor count only.
+constexpr int64_t kBlocksPerSm = 4;
+constexpr int64_t kMinPartitionKeys = 512;
+constexpr int64_t kMaxPartitions = 64;
+
+int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int64_t row_tiles,
+                             int64_t max_keys) {
+  const int64_t units = int64_t{p.batch} * p.num_kv_heads * row_tiles;
+  const int64_t target = kBlocksPerSm * std::max<int32_t>(dev.multiprocessors, 1);
+  if (units == 0 || units >= target || max_keys <= kMinPartitionKeys) return 1;
+  return std::min({ceil_div(target, units), ceil_div(max_keys, kMinPartitionKeys), kMaxPartitions});
+}
+
+bool is16(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
+
+bool scale_ok(pacts_scale_mode m) {
+  return m == PACTS_SCALE_NONE || m == PACTS_SCALE_PER_TENSOR || m == PACTS_SCALE_PER_TOKEN;
+}
+
+detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& l,
+                               pacts_scale_mode mode, float tensor_scale,
+                               const pacts_view& scales, const pacts_scale_layout& sl) {
+  detail::PoolParams pp;
+  pp.data = static_cast<const uint8_t*>(data.data);
+  pp.s_page = l.s_page;
+  pp.s_head = l.s_head;
+  pp.s_tok = l.s_tok;
+  pp.scale_mode = mode;
+  pp.tensor_scale = tensor_scale;
+  pp.token_scales = static_cast<const float*>(scales.data);
+  pp.sc_page = sl.s_page;
+  pp.sc_head = sl.s_head;
+  pp.sc_tok = sl.s_tok;
+  return pp;
+}
+
+template <int D, pacts_format kFormat>
+spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
+  // Dynamic shared memory: D = 256 needs more than the 48 KiB a block gets by default on NVIDIA
+  // (trap 5); every size here is below gfx942's 64 KiB.
+  constexpr int kSmem = static_cast<int>(sizeof(detail::Smem<D>));
+  static_assert(kSmem <= 64 * 1024, "the tile kernel must fit gfx942's 64 KiB of LDS");
+  if (kSmem > 48 * 1024)
+    PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(detail::split_kv_kernel<D, kFormat>, kSmem));
+  hipLaunchKernelGGL((detail::split_kv_kernel<D, kFormat>), dim3(static_cast<uint32_t>(items)),
+                     dim3(detail::kThreads), kSmem, stream, prm);
+  PACTS_GPU_CHECK(hipGetLastError());
+  if (prm.partitions == 1) return spec::Status::ok();
+  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_items)),
+                     dim3(detail::kThreads), 0, stream, prm);
+  PACTS_GPU_CHECK(hipGetLastError());
+  return spec::Status::ok();
+}
+
+template <int D>
+spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items,
+                           hipStream_t stream) {
+  if (prm.kv_format == PACTS_FORMAT_FP16)
+    return launch<D, PACTS_FORMAT_FP16>(prm, items, merge_items, stream);
+  return launch<D, PACTS_FORMAT_BF16>(prm, items, merge_items, stream);
+}
+
+}  // namespace
+
+spec::Result<DeviceInfo> device(int32_t ordinal) {
+  hipDeviceProp_t prop{};
+  const hipError_t e = hipGetDeviceProperties(&prop, ordinal);
+  if (e != hipSuccess)
+    return spec::Status(spec::Code::kDeviceError,
+                        "device " + std::to_string(ordinal) + ": " + hipGetErrorString(e));
+  DeviceInfo info;
+  info.name = std::string(prop.name) + " (" + gpu::kVendor + ", " +
+              std::to_string(prop.multiProcessorCount) + " multiprocessors)";
+  info.multiprocessors = prop.multiProcessorCount;
+  info.warp_size = gpu::kWarpSize;
+  info.is_host = false;
+  return info;
+}
+
+spec::Requirements requirements() { return {}; }
+
+// spec/tolerance.md §2, what these kernels really do (the host kernels' numerics, with the
+// device's libm):
+//   u_logit   fp32: dequantisation * scale (one rounding), q~ = (q * q_scale) * tau, fp32 dot
+//             product in a fixed order over d (products may be fused: no larger error)
+//   u_q       0: Q is not requantised
+//   u_p       2^-24: P = expf(s - shift) kept in fp32
+//   u_acc     2^-24: fp32 P.V and denominator, blocked per tile (16 or 32 keys)
+//   u_partial 2^-24: partials stored in fp32, merged in binary64
+//   eps_exp   4 * 2^-24: CUDA expf is within 2 ulp (Programming Guide, Table of single-precision
+//             functions), the rescale difference is exact (two_sum)
+//   eps_tanh  4 * 2^-24: CUDA tanhf within 2 ulp
+//   eps_log   2^-40: log and exp in binary64 (1 ulp)
+//   ftz       false: built without fast math (nvcc's default -ftz=false), subnormals kept
+spec::NumericsProfile profile() {
+  spec::NumericsProfile prof = spec::fp32_profile();
+  prof.name = "hip-fp32";
+  prof.u_q = 0;
+  prof.eps_exp = 4.0 * std::ldexp(1.0, -24);
+  prof.eps_tanh = 4.0 * std::ldexp(1.0, -24);
+  prof.eps_log = std::ldexp(1.0, -40);
+  prof.ftz = false;
+  return prof;
+}
+
+spec::Status check_supported(const pacts_problem& p) {
+  if (!is16(p.kv_format))
+    return spec::not_supported("kv_format " + std::string(spec::format_name(p.kv_format)) +
+                               ": the HIP kernels offer bf16, fp16");
+  if (!is16(p.q_format))
+    return spec::not_supported("q_format " + std::string(spec::format_name(p.q_format)) +
+                               ": the HIP kernels offer bf16, fp16");
+  if (!scale_ok(p.k_scale_mode) || !scale_ok(p.v_scale_mode))
+    return spec::not_supported("k_scale_mode/v_scale_mode: the HIP kernels offer none, "
+                               "per_tensor, per_token");
+  if (p.k_layout.chunk != p.head_dim || p.v_layout.chunk != p.head_dim)
+    return spec::not_supported("k_layout/v_layout chunk " + std::to_string(p.k_layout.chunk) +
+                               "/" + std::to_string(p.v_layout.chunk) +
+                               ": the HIP kernels offer chunk == head_dim (NHD, HND) only");
+  return spec::Status::ok();
+}
+
+spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
+                        int32_t fixed_partition_size, int32_t fixed_partitions) {
+  if (dev.is_host)
+    return spec::not_supported("device " + dev.name + ": the HIP kernels need a GPU");
+  if (spec::Status s = spec::validate_problem(problem, requirements()); !s) return s;
+  if (spec::Status s = check_supported(problem); !s) return s;
+  if (fixed_partition_size < 0 || fixed_partitions < 0 ||
+      (fixed_partition_size > 0 && fixed_partitions > 0))
+    return spec::invalid_argument(
+        "fixed_partition_size " + std::to_string(fixed_partition_size) + ", fixed_partitions " +
+        std::to_string(fixed_partitions) + ": give at most one, and neither negative");
+  const int64_t tile = tile_keys(problem.head_dim);
+  const int64_t rows = int64_t{problem.q_len} * (problem.num_q_heads / problem.num_kv_heads);
+  const int64_t rows_per_item = std::min<int64_t>(rows, detail::kMaxRows);
+  const int64_t row_tiles = ceil_div(rows, rows_per_item);
+  const int64_t max_keys = int64_t{problem.max_pages_per_seq} * problem.page_size;
+  const auto size_for = [&](int64_t parts) {
+    return ceil_div(std::max<int64_t>(ceil_div(std::max<int64_t>(max_keys, 1), parts), 1), tile) *
+           tile;
+  };
+  int64_t size = 0;
+  if (fixed_partition_size > 0) {
+    size = ceil_div(fixed_partition_size, tile) * tile;
+  } else {
+    size = size_for(fixed_partitions > 0 ? fixed_partitions
+                                         : automatic_partitions(problem, dev, row_tiles, max_keys));
+  }
+  const int64_t partitions = std::max<int64_t>(ceil_div(max_keys, size), 1);
+  if (partitions == 1) size = size_for(1);
+  if (size > INT32_MAX)
+    return spec::out_of_range("max_pages_per_seq " + std::to_string(problem.max_pages_per_seq) +
+                              " x page_size " + std::to_string(problem.page_size) +
+                              ": the HIP kernels need the key range plus a tile below 2^31");
+  const int64_t blocks = int64_t{problem.batch} * problem.num_kv_heads * row_tiles * partitions;
+  if (blocks > INT32_MAX)
+    return spec::out_of_range("batch " + std::to_string(problem.batch) + " x num_kv_heads " +
+                              std::to_string(problem.num_kv_heads) + " x " +
+                              std::to_string(partitions) + " partitions: more than 2^31 - 1 blocks");
+  Plan out;
+  out.problem = problem;
+  out.tile_keys = static_cast<int32_t>(tile);
+  out.partition_size = static_cast<int32_t>(size);
+  out.num_partitions = static_cast<int32_t>(partitions);
+  out.rows_per_item = static_cast<int32_t>(rows_per_item);
+  out.workers = std::max<int32_t>(dev.multiprocessors, 1);
+  if (partitions > 1 && !config::workspace_bytes_for(problem, partitions, &out.workspace_bytes))
+    return spec::out_of_range("workspace of " + std::to_string(partitions) +
+                              " partitions: more than 2^63 bytes; give fewer partitions");
+  out.variant = "hip/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
+                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct");
+  return out;
+}
+
+spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* error_word,
+                    void* workspace, uint64_t workspace_bytes, void* stream) {
+  const pacts_problem& p = plan.problem;
+  if (spec::Status s = spec::validate(p, buffers, requirements()); !s) return s;
+  if (spec::Status s = check_supported(p); !s) return s;
+  const int64_t rows = int64_t{p.q_len} * (p.num_q_heads / p.num_kv_heads);
+  const int64_t max_keys = int64_t{p.max_pages_per_seq} * p.page_size;
+  if (plan.tile_keys != tile_keys(p.head_dim) || plan.rows_per_item < 1 ||
+      plan.rows_per_item > std::min<int64_t>(rows, detail::kMaxRows) || plan.num_partitions < 1 ||
+      plan.partition_size < 1 || plan.partition_size % plan.tile_keys != 0 ||
+      int64_t{plan.partition_size} * plan.num_partitions < max_keys)
+    return spec::invalid_argument("plan: not made by pacts::kernels::hip::plan for this problem (" +
+                                  plan.variant + ")");
+  if (plan.num_partitions > 1) {
+    uint64_t need = 0;
+    if (!config::workspace_bytes_for(p, plan.num_partitions, &need) || plan.workspace_bytes != need)
+      return spec::invalid_argument("plan: workspace_bytes " + std::to_string(plan.workspace_bytes) +
+                                    " does not match the plan");
+    if (workspace_bytes < need || workspace == nullptr)
+      return spec::invalid_argument("workspace_bytes " + std::to_string(workspace_bytes) +
+                                    ": the plan needs " + std::to_string(need) + " bytes");
+    if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)
+      return spec::invalid_argument("workspace: must be aligned to 4 bytes");
+  }
+  if (p.batch == 0) return spec::Status::ok();
+
+  Params prm;
+  prm.batch = p.batch;
+  prm.q_len = p.q_len;
+  prm.num_kv_heads = p.num_kv_heads;
+  prm.group = p.num_q_heads / p.num_kv_heads;
+  prm.page_size = p.page_size;
+  prm.num_pages = p.num_pages;
+  prm.max_pages_per_seq = p.max_pages_per_seq;
+  prm.window = p.window;
+  prm.block_table_stride = p.block_table_stride;
+  prm.softmax_scale = p.softmax_scale;
+  prm.q_scale = p.q_scale;
+  prm.softcap = p.softcap;
+  prm.has_sinks = p.has_sinks != 0;
+  prm.want_lse = p.want_lse != 0;
+  prm.q_format = p.q_format;
+  prm.kv_format = p.kv_format;
+  prm.out_format = p.out_format;
+  prm.q_layout = p.q_layout;
+  prm.out_layout = p.out_layout;
+  prm.lse_layout = p.lse_layout;
+  prm.rows = static_cast<int32_t>(rows);
+  prm.rows_per_item = plan.rows_per_item;
+  prm.row_tiles = static_cast<int32_t>(ceil_div(rows, plan.rows_per_item));
+  prm.partitions = plan.num_partitions;
+  prm.partition_size = plan.partition_size;
+  prm.q = static_cast<const uint8_t*>(buffers.q.data);
+  prm.block_table = static_cast<const int32_t*>(buffers.block_table.data);
+  prm.context_lens = static_cast<const int32_t*>(buffers.context_lens.data);
+  prm.sinks = static_cast<const float*>(buffers.sinks.data);
+  prm.out = static_cast<uint8_t*>(buffers.out.data);
+  prm.lse = static_cast<float*>(buffers.lse.data);
+  prm.k = pool_params(buffers.k, p.k_layout, p.k_scale_mode, p.k_scale, buffers.k_scale,
+                      p.k_scale_layout);
+  prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.v_scale, buffers.v_scale,
+                      p.v_scale_layout);
+  if (plan.num_partitions > 1) {
+    const int64_t slots = int64_t{p.batch} * p.num_kv_heads * plan.num_partitions * rows;
+    prm.ws_acc = static_cast<float*>(workspace);
+    prm.ws_m = prm.ws_acc + slots * p.head_dim;
+    prm.ws_l = prm.ws_m + slots;
+  }
+  prm.error_word = error_word;
+
+  const int64_t merge_items = int64_t{p.batch} * p.num_kv_heads * prm.row_tiles;
+  const int64_t items = merge_items * plan.num_partitions;
+  const auto s = static_cast<hipStream_t>(stream);
+  switch (p.head_dim) {
+    case 64: return launch_format<64>(prm, items, merge_items, s);
+    case 128: return launch_format<128>(prm, items, merge_items, s);
+    default: return launch_format<256>(prm, items, merge_items, s);
+  }
+}
+
+}  // namespace pacts::kernels::hip

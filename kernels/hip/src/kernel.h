@@ -1,0 +1,442 @@
+// The HIP decode kernels: the algorithm of pacts/decode.h (mirroring kernels/host/kernel.h) with
+// the math of kernels/common/. Internal to kernels/hip/.
+//
+//   split_kv_kernel  one block per work item (sequence, KV head, partition, row tile): the item's
+//                    query rows against the partition's keys, a tile of kTile keys at a time; the
+//                    output directly (one partition) or a partial state in the workspace.
+//                    Templated on D and the KV format (the only compile-time choices).
+//   merge_kernel     one block per (sequence, KV head, row tile) of a split plan: the partials of
+//                    each row, in partition order, in binary64, into the output and the LSE.
+//
+// Block-wide structure of a tile (256 threads): (1) K and V rows of the tile's OWNED keys are
+// loaded with 16-byte loads, decoded and scaled once into fp32 shared memory (slots outside the
+// item's keys are zeroed by assignment); (2) thread per (key, rows): the logits, fixed-order fp32
+// dot products; (3) warp per row: soft-cap, tile max, the common::SoftmaxState step, P in fp32;
+// (4) thread per (4 dims, rows): the tile's P.V over the row's visible keys only, into register
+// accumulators. CUDA cores only: the mma.sync / MFMA version is the next step (see the report).
+//
+// Poison-proof by construction (spec/contract.md §1, §5): block-table entries, K/V rows and scales
+// are read for owned keys only (U_b cut to the partition); a row's P.V runs over its own visible
+// range, so a masked key is never multiplied by a zero weight; Q and sinks are read for non-empty
+// rows only; the merge reads a partial only where the masks say the row has keys in it.
+#pragma once
+
+#include "common/dequant.h"
+#include "common/mask.h"
+#include "common/round.h"
+#include "common/softmax.h"
+#include "platform/gpu.h"
+#include "src/params.h"
+
+namespace pacts::kernels::hip::detail {
+
+using common::KeyRange;
+
+inline constexpr int kThreads = 256;
+inline constexpr int kMaxRows = 16;  // query rows per work item (the MFMA / mma row tile)
+
+// Compile-time shape of the tile kernel for head dim D. Work mappings (all threads busy):
+//   load    16-byte loads: thread -> (slot, chunk of 8 codes), decoded and scaled once to fp32
+//   logits  thread -> key j = t % kTile and rows t / kTile + kLogitRowGroups * m
+//   P.V     thread -> 4 dims (quad t % kQuads) and rows t / kQuads + kPvRowGroups * m
+template <int D>
+struct Shape {
+  static constexpr int kTile = D == 256 ? 16 : 32;   // keys per tile (<= the warp size)
+  static constexpr int kVec = 8;                     // 16-bit codes per 16-byte load
+  static constexpr int kStride = D + 4;              // fp32 smem row, padded: 16 B reads of
+                                                     // consecutive rows hit distinct banks
+  static constexpr int kLoads = kTile * D / kVec / kThreads;
+  static constexpr int kLogitRowGroups = kThreads / kTile;
+  static constexpr int kLogitRows = (kMaxRows + kLogitRowGroups - 1) / kLogitRowGroups;
+  static constexpr int kQuads = D / 4;
+  static constexpr int kPvRowGroups = kThreads / kQuads;
+  static constexpr int kPvRows = kMaxRows / kPvRowGroups;
+  static_assert(kLoads >= 1 && kTile * D / kVec % kThreads == 0);
+  static_assert(kPvRows >= 1 && kMaxRows % kPvRowGroups == 0);
+};
+
+template <int D>
+struct Smem {
+  alignas(16) float k[Shape<D>::kTile * Shape<D>::kStride];  // scaled K elements (fp32)
+  alignas(16) float v[Shape<D>::kTile * Shape<D>::kStride];  // scaled V elements (fp32)
+  alignas(16) float q[kMaxRows * D];                         // q~
+  float s[kMaxRows][Shape<D>::kTile];   // logits, then P
+  common::SoftmaxState state[kMaxRows];
+  KeyRange visible[kMaxRows];
+  int32_t ja[kMaxRows], jb[kMaxRows];   // the row's keys in the current tile, slots
+  float alpha[kMaxRows];
+  double factor[kMaxRows];
+  KeyRange span;
+};
+
+template <pacts_format kFormat>
+__device__ inline float decode16(uint16_t code) {
+  if constexpr (kFormat == PACTS_FORMAT_FP16) return common::fp16_to_float(code);
+  return common::bf16_to_float(code);
+}
+
+__device__ inline float decode_q(pacts_format f, uint16_t code) {
+  return f == PACTS_FORMAT_FP16 ? common::fp16_to_float(code) : common::bf16_to_float(code);
+}
+
+// The item's sequence: n_b, P1 and P2 over the owned columns only (kernels/host/call.h
+// check_sequence). Every thread of the block returns the same answer.
+struct SeqCheck {
+  uint32_t error;
+  int64_t context;
+  KeyRange keys;
+};
+
+__device__ inline SeqCheck check_sequence(const Params& p, int64_t b) {
+  SeqCheck s{0, 0, {0, 0}};
+  s.context = p.context_lens[b];
+  if (!common::context_len_ok(s.context, p.max_pages_per_seq, p.page_size)) {
+    s.error = PACTS_DEVERR_CONTEXT_LEN;
+    return s;
+  }
+  s.keys = common::sequence_keys(s.context, p.q_len, p.window);
+  const KeyRange cols = common::owned_columns(s.keys, p.page_size);
+  int bad = 0;
+  for (int64_t c = cols.begin + threadIdx.x; c < cols.end; c += blockDim.x)
+    bad |= !common::page_id_ok(p.block_table[b * p.block_table_stride + c], p.num_pages);
+  if (__syncthreads_or(bad)) s.error = PACTS_DEVERR_PAGE_ID;
+  return s;
+}
+
+__device__ inline void store_out(const Params& p, int64_t element, uint32_t code) {
+  if (p.out_format == PACTS_FORMAT_FP32) {
+    reinterpret_cast<uint32_t*>(p.out)[element] = code;
+  } else {
+    reinterpret_cast<uint16_t*>(p.out)[element] = static_cast<uint16_t>(code);
+  }
+}
+
+__device__ inline int64_t out_at(const Params& p, int64_t b, int64_t i, int64_t h) {
+  return b * p.out_layout.s_batch + i * p.out_layout.s_tok + h * p.out_layout.s_head;
+}
+
+__device__ inline void store_lse(const Params& p, int64_t b, int64_t i, int64_t h, uint32_t bits) {
+  if (!p.want_lse) return;
+  const int64_t at = b * p.lse_layout.s_batch + i * p.lse_layout.s_tok + h * p.lse_layout.s_head;
+  reinterpret_cast<uint32_t*>(p.lse)[at] = bits;
+}
+
+__device__ inline void report(const Params& p, uint32_t error) {
+  if (p.error_word != nullptr && error != 0) atomicOr(p.error_word, error);
+}
+
+// spec/contract.md §4 (invalid sequence: NaN rows) and §10 (empty row: +0, LSE -inf), for the
+// rows [r0, r0 + rows) of the item, cooperatively.
+template <int D>
+__device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, int32_t r0,
+                                   int32_t rows, bool invalid, const Smem<D>* sm) {
+  const uint32_t code = invalid ? common::output_nan(p.out_format) : 0u;
+  for (int idx = threadIdx.x; idx < rows * D; idx += blockDim.x) {
+    const int r = idx / D, d = idx % D;
+    if (!invalid && !sm->visible[r].empty()) continue;
+    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+    store_out(p, out_at(p, b, i, h) + d, code);
+    if (d == 0) store_lse(p, b, i, h, invalid ? 0x7FC00000u : 0xFF800000u);
+  }
+}
+
+// The fp32 scale of an owned key's elements (spec/operator.md §7): 1, the tensor scale, or the
+// token's own.
+__device__ inline float key_scale(const Params& p, const PoolParams& pool, int64_t kv_head,
+                                  int64_t page, int64_t slot) {
+  if (pool.scale_mode == PACTS_SCALE_PER_TENSOR) return pool.tensor_scale;
+  if (pool.scale_mode != PACTS_SCALE_PER_TOKEN) return 1.0f;
+  return pool.token_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok];
+}
+
+// Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
+// decoded and scaled once in fp32 (common/dequant.h: the scale before any product with Q). Slots
+// outside `keys` are zero by assignment: no unowned byte is loaded.
+template <int D, pacts_format kFormat>
+__device__ void load_pool_tile(const Params& p, const PoolParams& pool, int64_t b,
+                               int64_t kv_head, int64_t t0, KeyRange keys, float* dst) {
+  using S = Shape<D>;
+  constexpr int kChunks = D / S::kVec;
+  uint4 reg[S::kLoads];
+  float scale[S::kLoads];
+#pragma unroll
+  for (int n = 0; n < S::kLoads; ++n) {
+    const int idx = threadIdx.x + n * kThreads;
+    const int slot = idx / kChunks, chunk = idx % kChunks;
+    const int64_t j = t0 + slot;
+    reg[n] = make_uint4(0, 0, 0, 0);
+    scale[n] = 0.0f;
+    if (!keys.contains(j)) continue;  // unowned: never an address
+    const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+    const int64_t in_page = j % p.page_size;
+    const int64_t at = page * pool.s_page + kv_head * pool.s_head + in_page * pool.s_tok +
+                       int64_t{chunk} * S::kVec;
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(pool.data) + at;
+    if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+      reg[n] = *reinterpret_cast<const uint4*>(src);
+    } else {  // a pool with odd strides or base: element loads (spec/refusals.md §4, alignment 1)
+      uint16_t e[S::kVec];
+#pragma unroll
+      for (int x = 0; x < S::kVec; ++x) e[x] = src[x];
+      memcpy(&reg[n], e, sizeof e);
+    }
+    scale[n] = key_scale(p, pool, kv_head, page, in_page);
+  }
+#pragma unroll
+  for (int n = 0; n < S::kLoads; ++n) {
+    const int idx = threadIdx.x + n * kThreads;
+    const int slot = idx / kChunks, chunk = idx % kChunks;
+    uint16_t c[S::kVec];
+    memcpy(c, &reg[n], sizeof c);
+    float x[S::kVec];
+#pragma unroll
+    for (int e = 0; e < S::kVec; ++e) x[e] = common::scaled(decode16<kFormat>(c[e]), scale[n]);
+    float* row = dst + slot * S::kStride + chunk * S::kVec;
+    *reinterpret_cast<float4*>(row) = make_float4(x[0], x[1], x[2], x[3]);
+    *reinterpret_cast<float4*>(row + 4) = make_float4(x[4], x[5], x[6], x[7]);
+  }
+}
+
+template <int D, pacts_format kFormat>
+__global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
+  using S = Shape<D>;
+  extern __shared__ float4 smem_raw[];
+  Smem<D>& sm = *reinterpret_cast<Smem<D>*>(smem_raw);
+  int64_t item = blockIdx.x;
+  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
+  item /= p.row_tiles;
+  const int64_t z = item % p.partitions;
+  item /= p.partitions;
+  const int64_t kv_head = item % p.num_kv_heads;
+  const int64_t b = item / p.num_kv_heads;
+  const int32_t r0 = row_tile * p.rows_per_item;
+  const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const bool direct = p.partitions == 1;
+  const int t = threadIdx.x;
+
+  const SeqCheck seq = check_sequence(p, b);
+  if (seq.error != 0) {
+    if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
+    store_special_rows<D>(p, b, kv_head, r0, rows, true, &sm);
+    if (t == 0) report(p, seq.error);
+    return;
+  }
+  const KeyRange part =
+      direct ? seq.keys
+             : common::intersect(common::partition_keys(z, p.partition_size), seq.keys);
+
+  if (t < kMaxRows) {
+    KeyRange vis{0, 0};
+    if (t < rows)
+      vis = common::intersect(
+          common::row_keys(seq.context, p.q_len, p.window, (r0 + t) / p.group), part);
+    sm.visible[t] = vis;
+    sm.state[t] = common::SoftmaxState{};
+  }
+  __syncthreads();
+  if (t == 0) {
+    KeyRange span{INT64_MAX, INT64_MIN};
+    for (int r = 0; r < rows; ++r) {
+      if (sm.visible[r].empty()) continue;
+      span.begin = min(span.begin, sm.visible[r].begin);
+      span.end = max(span.end, sm.visible[r].end);
+    }
+    sm.span = span;
+  }
+  // q~ of the non-empty rows (common::fold_query); zeros elsewhere (never selected).
+  for (int idx = t; idx < kMaxRows * D; idx += kThreads) {
+    const int r = idx / D, d = idx % D;
+    float x = 0.0f;
+    if (r < rows && !sm.visible[r].empty()) {
+      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+      const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
+      const uint16_t code = reinterpret_cast<const uint16_t*>(p.q)[at];
+      x = common::fold_query(decode_q(p.q_format, code), p.q_scale, p.softmax_scale);
+    }
+    sm.q[idx] = x;
+  }
+  __syncthreads();
+  const KeyRange span = sm.span;
+
+  const int quad = t % S::kQuads;
+  float acc[S::kPvRows][4];
+#pragma unroll
+  for (int m = 0; m < S::kPvRows; ++m)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[m][x] = 0.0f;
+
+  const int warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
+  constexpr int kWarps = kThreads / gpu::kWarpSize;
+
+  for (int64_t t0 = span.begin - span.begin % S::kTile; t0 < span.end; t0 += S::kTile) {
+    const KeyRange tile = common::intersect({t0, t0 + S::kTile}, span);
+    // (1) K and V of the owned keys of the tile, scaled fp32.
+    load_pool_tile<D, kFormat>(p, p.k, b, kv_head, t0, tile, sm.k);
+    load_pool_tile<D, kFormat>(p, p.v, b, kv_head, t0, tile, sm.v);
+    __syncthreads();
+    // (2) Logits: per (row, key) a sequential fp32 dot product over d (fixed order).
+    {
+      const int j = t % S::kTile;
+      const float* krow = sm.k + j * S::kStride;
+#pragma unroll
+      for (int m = 0; m < S::kLogitRows; ++m) {
+        const int r = t / S::kTile + S::kLogitRowGroups * m;
+        if (r >= rows) break;
+        const float* q = sm.q + r * D;
+        float s = 0.0f;
+#pragma unroll 8
+        for (int d = 0; d < D; d += 4) {
+          const float4 kv = *reinterpret_cast<const float4*>(krow + d);
+          const float4 qv = *reinterpret_cast<const float4*>(q + d);
+          s += qv.x * kv.x;
+          s += qv.y * kv.y;
+          s += qv.z * kv.z;
+          s += qv.w * kv.w;
+        }
+        sm.s[r][j] = s;
+      }
+    }
+    __syncthreads();
+    // (3) Warp per row: soft-cap, max, the online-softmax step, P (fp32) over visible keys only.
+    for (int r = warp; r < rows; r += kWarps) {
+      const KeyRange keys = common::intersect(sm.visible[r], tile);
+      if (keys.empty()) {
+        if (lane == 0) sm.jb[r] = sm.ja[r] = 0;
+        continue;
+      }
+      const int ja = static_cast<int>(keys.begin - t0), jb = static_cast<int>(keys.end - t0);
+      const bool in = lane >= ja && lane < jb;
+      float s = in ? sm.s[r][lane] : -INFINITY;
+      if (in && p.softcap > 0.0f) s = common::soft_cap(s, p.softcap);
+      float tile_max = in ? common::max_finite(-INFINITY, s) : -INFINITY;
+#pragma unroll
+      for (int o = gpu::kWarpSize / 2; o > 0; o /= 2)
+        tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, o));
+      common::SoftmaxState st = sm.state[r];
+      const common::TileStep step = st.begin_tile(tile_max);
+      const float pj = in ? expf(s - step.shift) : 0.0f;
+      // Butterfly sum: every lane ends with the same value, in a fixed order (deterministic).
+      float sum = pj;
+#pragma unroll
+      for (int o = gpu::kWarpSize / 2; o > 0; o /= 2) sum += PACTS_SHFL_XOR(sum, o);
+      if (in) sm.s[r][lane] = pj;
+      PACTS_WARP_SYNC();  // every lane has read sm.state[r] before lane 0 replaces it
+      if (lane == 0) {
+        st.add(sum);
+        sm.state[r] = st;
+        sm.alpha[r] = step.alpha;
+        sm.ja[r] = ja;
+        sm.jb[r] = jb;
+      }
+    }
+    __syncthreads();
+    // (4) Per (row, 4 dims): the tile's P.V apart, then into the accumulator (blocked sum).
+#pragma unroll
+    for (int m = 0; m < S::kPvRows; ++m) {
+      const int r = t / S::kQuads + S::kPvRowGroups * m;
+      if (r >= rows) break;
+      const int ja = sm.ja[r], jb = sm.jb[r];
+      if (jb <= ja) continue;
+      const float* vcol = sm.v + quad * 4;
+      float pj = sm.s[r][ja];
+      float4 vj = *reinterpret_cast<const float4*>(vcol + ja * S::kStride);
+      float pv[4] = {pj * vj.x, pj * vj.y, pj * vj.z, pj * vj.w};
+      for (int j = ja + 1; j < jb; ++j) {
+        pj = sm.s[r][j];
+        vj = *reinterpret_cast<const float4*>(vcol + j * S::kStride);
+        pv[0] += pj * vj.x;
+        pv[1] += pj * vj.y;
+        pv[2] += pj * vj.z;
+        pv[3] += pj * vj.w;
+      }
+      const float alpha = sm.alpha[r];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) acc[m][x] = acc[m][x] * alpha + pv[x];
+    }
+    __syncthreads();
+  }
+
+  if (!direct) {
+#pragma unroll
+    for (int m = 0; m < S::kPvRows; ++m) {
+      const int r = t / S::kQuads + S::kPvRowGroups * m;
+      if (r >= rows) break;
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
+      const bool empty = sm.visible[r].empty();
+      if (!empty)  // element stores: the workspace is only 4-byte aligned (pacts/decode.h)
+        for (int x = 0; x < 4; ++x) p.ws_acc[e * D + quad * 4 + x] = acc[m][x];
+      if (quad == 0) {
+        p.ws_m[e] = empty ? -INFINITY : sm.state[r].m;
+        p.ws_l[e] = empty ? 0.0f : sm.state[r].l;
+      }
+    }
+    return;
+  }
+
+  // Direct: rows with keys from their final state, the others empty (spec/operator.md §10).
+  if (t < rows && !sm.visible[t].empty()) {
+    const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
+    const float sink = p.has_sinks ? p.sinks[h] : 0.0f;
+    const common::SoftmaxState st = sm.state[t];
+    sm.factor[t] = common::output_factor(st.m, st.l, p.has_sinks, sink);
+    store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(st.m, st.l)));
+  }
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < S::kPvRows; ++m) {
+    const int r = t / S::kQuads + S::kPvRowGroups * m;
+    if (r >= rows) break;
+    if (sm.visible[r].empty()) continue;
+    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+    const int64_t at = out_at(p, b, i, h) + quad * 4;
+    for (int x = 0; x < 4; ++x)
+      store_out(p, at + x,
+                common::round_to_output(p.out_format, static_cast<double>(acc[m][x]) * sm.factor[r]));
+  }
+  store_special_rows<D>(p, b, kv_head, r0, rows, false, &sm);
+}
+
+// Merges the partials of one (sequence, KV head, row tile) in partition order.
+template <int D>
+__global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
+  int64_t item = blockIdx.x;
+  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
+  item /= p.row_tiles;
+  const int64_t kv_head = item % p.num_kv_heads;
+  const int64_t b = item / p.num_kv_heads;
+  const int32_t r0 = row_tile * p.rows_per_item;
+  const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const SeqCheck seq = check_sequence(p, b);
+  for (int idx = threadIdx.x; idx < rows * D; idx += blockDim.x) {
+    const int r = idx / D, d = idx % D;
+    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+    const int64_t at = out_at(p, b, i, h) + d;
+    if (seq.error != 0) {
+      store_out(p, at, common::output_nan(p.out_format));
+      if (d == 0) store_lse(p, b, i, h, 0x7FC00000u);
+      continue;
+    }
+    const KeyRange keys = common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(i));
+    if (keys.empty()) {
+      store_out(p, at, 0u);
+      if (d == 0) store_lse(p, b, i, h, 0xFF800000u);
+      continue;
+    }
+    const KeyRange zs = common::partitions_of(keys, p.partition_size);
+    common::MergeState state;
+    double acc = 0.0;
+    for (int64_t z = zs.begin; z < zs.end; ++z) {
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
+      const common::MergeWeights w = common::merge(state, p.ws_m[e], p.ws_l[e]);
+      if (w.use_self) acc *= w.self;
+      if (w.use_other) acc += w.other * static_cast<double>(p.ws_acc[e * D + d]);
+    }
+    const float sink = p.has_sinks ? p.sinks[h] : 0.0f;
+    const double factor = common::output_factor(state.m, state.l, p.has_sinks, sink);
+    store_out(p, at, common::round_to_output(p.out_format, acc * factor));
+    if (d == 0) store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
+  }
+  if (threadIdx.x == 0) report(p, seq.error);
+}
+
+}  // namespace pacts::kernels::hip::detail

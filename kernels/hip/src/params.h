@@ -1,0 +1,52 @@
+// The launch parameters of the HIP decode kernels: a plain struct, resolved once on the host from
+// the plan and the device buffers and passed by value. Internal to kernels/hip/.
+#pragma once
+
+#include <pacts/problem.h>
+
+#include <cstdint>
+
+namespace pacts::kernels::hip::detail {
+
+struct PoolParams {
+  const uint8_t* data = nullptr;      // 16-bit codes (bf16 or fp16)
+  int64_t s_page = 0, s_head = 0, s_tok = 0;  // elements; chunk == D (NHD / HND)
+  pacts_scale_mode scale_mode = PACTS_SCALE_NONE;
+  float tensor_scale = 1.0f;
+  const float* token_scales = nullptr;        // PER_TOKEN
+  int64_t sc_page = 0, sc_head = 0, sc_tok = 0;
+};
+
+struct Params {
+  // Shape and options.
+  int32_t batch = 0, q_len = 0, num_kv_heads = 0, group = 0, page_size = 0, num_pages = 0,
+          max_pages_per_seq = 0, window = 0;
+  int64_t block_table_stride = 0;
+  float softmax_scale = 1.0f, q_scale = 1.0f, softcap = 0.0f;
+  bool has_sinks = false, want_lse = false;
+  pacts_format q_format = PACTS_FORMAT_BF16, kv_format = PACTS_FORMAT_BF16,
+               out_format = PACTS_FORMAT_BF16;
+  pacts_row_layout q_layout{}, out_layout{}, lse_layout{};
+
+  // Plan geometry.
+  int32_t rows = 0;            // G * L
+  int32_t rows_per_item = 0;
+  int32_t row_tiles = 0;
+  int32_t partitions = 1;
+  int64_t partition_size = 0;
+
+  // Buffers (device memory).
+  const uint8_t* q = nullptr;
+  const int32_t* block_table = nullptr;
+  const int32_t* context_lens = nullptr;
+  const float* sinks = nullptr;
+  uint8_t* out = nullptr;
+  float* lse = nullptr;
+  PoolParams k, v;
+  float* ws_acc = nullptr;   // [E][D]
+  float* ws_m = nullptr;     // [E]
+  float* ws_l = nullptr;     // [E]
+  uint32_t* error_word = nullptr;
+};
+
+}  // namespace pacts::kernels::hip::detail

@@ -1,0 +1,82 @@
+// pacts kernels: the public API of the paged-attention decode kernels. This is the only header a
+// user of the kernels includes. The problem is described by the spec's C-compatible descriptor
+// (spec/include/pacts/problem.h); the operator is spec/operator.md.
+//
+//   auto p = pacts::kernels::plan(problem, device);          // host only, no device access
+//   std::vector<std::byte> ws(pacts::kernels::workspace_size(p.value()));
+//   pacts::kernels::decode(p.value(), buffers, error_word, ws.data(), ws.size(), stream);
+//
+// decode() neither allocates nor synchronises, so it can be captured in a CUDA/HIP graph and
+// replayed after the context lengths (device memory) change: the plan depends on the shape only,
+// never on the context lengths.
+#pragma once
+
+#include <pacts/problem.h>
+#include <pacts/spec/status.h>
+
+#include <cstdint>
+#include <string>
+
+namespace pacts::kernels {
+
+// Where a plan will run. For the host backend, `multiprocessors` is the number of worker threads
+// the plan should keep busy; results never depend on it (spec/operator.md §11).
+struct DeviceInfo {
+  std::string name;
+  int32_t multiprocessors = 1;
+  int32_t warp_size = 32;
+  bool is_host = true;
+};
+
+// The work split (spec/operator.md §11: for a fixed plan the output is bitwise reproducible).
+//
+// The algorithm both backends run: every sequence's key range [0, max_pages_per_seq * page_size)
+// is cut into partitions of `partition_size` keys (a multiple of `tile_keys`); a work item is
+// (sequence, KV head, partition, row tile) and computes, for the G * L query rows of that KV head
+// in the row tile, the logits, the online softmax and P.V over the partition's visible keys,
+// storing a partial (max, sum, accumulator) in the workspace; a merge combines the partials of
+// each row into the output and the LSE. With one partition the work item writes the output
+// directly and no workspace is used. Partitions past a sequence's context are empty and merge as
+// nothing, which is what lets a captured graph replay with new context lengths.
+//
+// Query rows of one KV head are numbered r = i * G + g (query token i, head h = kv_head * G + g):
+// rows of one token are adjacent, so a row tile shares one causal/window mask as far as possible.
+//
+// The workspace (num_partitions > 1 only) holds, for every (sequence, KV head, partition, row)
+// with index e = ((b * Hkv + kv_head) * num_partitions + z) * (G * L) + r:
+//   float acc[E][D]  at byte 0            (written only for partitions the row has keys in)
+//   float m[E]       after acc            (running max; -inf when the row has no key there)
+//   float l[E]       after m              (sum of e^(s - m); 0 when the row has no key there)
+// E = B * Hkv * num_partitions * G * L. It must be aligned to 4 bytes. Its prior contents never
+// matter: the merge reads a partial only where the masks (context length, L, W) say the row has
+// keys in that partition, and every such partial is written by the same call.
+struct Plan {
+  pacts_problem problem{};       // the problem this plan was made for (validated)
+  int32_t tile_keys = 0;         // keys per tile (the unit of masking and of P.V)
+  int32_t partition_size = 0;    // keys per partition; when unsplit, the whole key range
+                                 // max_pages_per_seq * page_size rounded up to a tile (>= 1 tile)
+  int32_t num_partitions = 1;    // partitions per sequence (for the longest possible context)
+  int32_t rows_per_item = 0;     // query rows (of G * L) per work item
+  int32_t workers = 1;           // DeviceInfo::multiprocessors the plan was made for (the host's
+                                 // default thread count); never changes the result
+  uint64_t workspace_bytes = 0;  // partials: (max, sum) and D floats per row and partition
+  std::string variant;           // the kernel variant the plan selects (for reports)
+};
+
+// Chooses the plan. `fixed_partition_size` > 0 forces keys per partition (rounded up to a
+// multiple of the tile); `fixed_partitions` > 0 forces the number of partitions (the partition
+// size is the key range divided by it, rounded up to a tile, so fewer partitions may result).
+// Giving both, or a negative value, is InvalidArgument. One partition is the unsplit plan.
+// Validates the problem (spec::validate_problem with the backend's requirements): a refusal is
+// returned as is. A workspace beyond 2^63 bytes is OutOfRange.
+//
+// The automatic choice depends on the shape and device.multiprocessors only: a problem with
+// enough (sequence, KV head, row tile) units to keep every worker busy, or a short key range,
+// runs unsplit; otherwise the key range is split into enough partitions of at least a minimum
+// length to give every worker several items (plan.cpp documents the constants).
+spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
+                        int32_t fixed_partition_size = 0, int32_t fixed_partitions = 0);
+
+uint64_t workspace_size(const Plan& plan);
+
+}  // namespace pacts::kernels
