@@ -131,18 +131,6 @@ Outcome logit_scale_is_exact(PropertyContext& ctx, const CaseSpec& spec) {
   return same_bits(ra, rb, "2^" + std::to_string(k) + " moved from q_scale to softmax_scale");
 }
 
-Property make(const char* id, const char* name, bool bitwise, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = Level::kMandatory;
-  p.bitwise = bitwise;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> acc_properties() {
@@ -151,11 +139,11 @@ std::vector<Property> acc_properties() {
   no_extremes.e8m0_extremes = false;
   no_extremes.special_values = false;
   return {
-      make("PACTS-ACC-1", "MatchesReference", false, plain, matches_reference),
-      make("PACTS-ACC-2", "LseMatchesReference", false, plain, lse_matches_reference),
-      make("PACTS-ACC-3", "OneKeyIsExact", true, plain, one_key_is_exact),
-      make("PACTS-ACC-4", "PowerOfTwoValueScaleIsExact", true, no_extremes, value_scale_is_exact),
-      make("PACTS-ACC-5", "PowerOfTwoLogitScaleIsExact", true, no_extremes, logit_scale_is_exact),
+      make_property("PACTS-ACC-1", "MatchesReference", Level::kMandatory, false, plain, matches_reference),
+      make_property("PACTS-ACC-2", "LseMatchesReference", Level::kMandatory, false, plain, lse_matches_reference),
+      make_property("PACTS-ACC-3", "OneKeyIsExact", Level::kMandatory, true, plain, one_key_is_exact),
+      make_property("PACTS-ACC-4", "PowerOfTwoValueScaleIsExact", Level::kMandatory, true, no_extremes, value_scale_is_exact),
+      make_property("PACTS-ACC-5", "PowerOfTwoLogitScaleIsExact", Level::kMandatory, true, no_extremes, logit_scale_is_exact),
   };
 }
 

@@ -201,27 +201,15 @@ Outcome graph_replay(PropertyContext& ctx, const CaseSpec&) {
                                 ctx.backend.name() + " declares no graph capture)");
 }
 
-Property make(const char* id, const char* name, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = Level::kMandatory;
-  p.bitwise = false;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> dev_properties() {
   GenLimits limits;
   limits.max_reference_work = int64_t{1} << 20;
   return {
-      make("PACTS-DEV-1", "DevicePreconditions", limits, device_preconditions),
-      make("PACTS-DEV-2", "Addressing64Bit", limits, addressing_64bit),
-      make("PACTS-DEV-3", "GraphReplay", limits, graph_replay),
+      make_property("PACTS-DEV-1", "DevicePreconditions", Level::kMandatory, false, limits, device_preconditions),
+      make_property("PACTS-DEV-2", "Addressing64Bit", Level::kMandatory, false, limits, addressing_64bit),
+      make_property("PACTS-DEV-3", "GraphReplay", Level::kMandatory, false, limits, graph_replay),
   };
 }
 

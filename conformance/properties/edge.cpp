@@ -545,14 +545,6 @@ std::optional<Override> owned_nan(const CaseData& c, uint64_t seed) {
   return o;
 }
 
-spec::BoundInputs bound_inputs(const reference::Output& ref, size_t row, size_t element) {
-  spec::BoundInputs in;
-  in.abs_weighted_v = ref.abs_weighted_v[element];
-  in.sum_abs_v = ref.sum_abs_v[element];
-  in.logit_abs_dot = ref.logit_abs_dot[row];
-  in.visible = ref.visible[row];
-  return in;
-}
 
 Outcome nan_propagates(PropertyContext& ctx, const CaseSpec& spec0) {
   CaseSpec spec = spec0;
@@ -607,12 +599,12 @@ Outcome nan_propagates(PropertyContext& ctx, const CaseSpec& spec0) {
   for (size_t e = 0; e < got.out_values.size(); ++e) {
     const size_t row = e / D;
     const double r = ref.row_invalid[row] ? NAN : ref.out[e];
-    if (auto o = judge(got.out_values[e], r, spec::output_bound(prof, p, bound_inputs(ref, row, e), r), e, row, false))
+    if (auto o = judge(got.out_values[e], r, spec::output_bound(prof, p, reference::bound_inputs(ref, row, e), r), e, row, false))
       return *o;
   }
   for (size_t row = 0; row < got.lse_values.size(); ++row) {
     const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
-    if (auto o = judge(got.lse_values[row], r, spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r), row, row, true))
+    if (auto o = judge(got.lse_values[row], r, spec::lse_bound(prof, p, reference::bound_inputs(ref, row, row * D), r), row, row, true))
       return *o;
   }
   if (warning) return *warning;
@@ -799,18 +791,6 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
   return with_detail(within_tolerance(ctx.backend, c.problem, got, ref), extreme_name(x));
 }
 
-Property make(const char* id, const char* name, Level level, bool bitwise, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = level;
-  p.bitwise = bitwise;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> edge_properties() {
@@ -826,11 +806,11 @@ std::vector<Property> edge_properties() {
   extreme_limits.e8m0_extremes = true;
   extreme_limits.special_values = false;  // special codes next to extreme scales leave R1-R3
   return {
-      make("PACTS-EDGE-1", "EmptyRows", Level::kMandatory, true, empty_rows_limits, empty_rows),
-      make("PACTS-EDGE-2", "ExactWriteSet", Level::kMandatory, true, write_set_limits, exact_write_set),
-      make("PACTS-EDGE-3", "Convexity", Level::kMandatory, false, convexity_limits, convexity),
-      make("PACTS-EDGE-4", "NanPropagates", Level::kQualityWarning, false, nan_limits, nan_propagates),
-      make("PACTS-EDGE-5", "RangeExtremes", Level::kMandatory, false, extreme_limits, range_extremes),
+      make_property("PACTS-EDGE-1", "EmptyRows", Level::kMandatory, true, empty_rows_limits, empty_rows),
+      make_property("PACTS-EDGE-2", "ExactWriteSet", Level::kMandatory, true, write_set_limits, exact_write_set),
+      make_property("PACTS-EDGE-3", "Convexity", Level::kMandatory, false, convexity_limits, convexity),
+      make_property("PACTS-EDGE-4", "NanPropagates", Level::kQualityWarning, false, nan_limits, nan_propagates),
+      make_property("PACTS-EDGE-5", "RangeExtremes", Level::kMandatory, false, extreme_limits, range_extremes),
   };
 }
 

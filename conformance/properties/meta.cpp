@@ -264,8 +264,7 @@ Outcome causal_consistency(PropertyContext& ctx, const CaseSpec& spec) {
         for (size_t d = 0; d < D; ++d) {
           const double x = full.out_values[row * D + d], y = r.out_values[row1 * D + d];
           const double rr = ref.out[row * D + d];
-          spec::BoundInputs in{ref.abs_weighted_v[row * D + d], ref.sum_abs_v[row * D + d],
-                               ref.logit_abs_dot[row], ref.visible[row], ref.sink_abs[row]};
+          const spec::BoundInputs in = reference::bound_inputs(ref, row, row * D + d);
           const double bound = 2 * spec::output_bound(ctx.backend.profile(), p, in, rr);
           double ratio = 0;
           const bool ok = ref.row_invalid[row] ? std::isnan(x) && std::isnan(y)
@@ -330,18 +329,6 @@ Outcome window_truncation(PropertyContext& ctx, const CaseSpec& spec0) {
                           .c_str());
 }
 
-Property make(const char* id, const char* name, bool bitwise, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = Level::kMandatory;
-  p.bitwise = bitwise;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> meta_properties() {
@@ -353,16 +340,16 @@ std::vector<Property> meta_properties() {
   GenLimits no_window = plain;
   no_window.allow_window = false;
   return {
-      make("PACTS-META-1", "PagePermutationInvariance", true, plain, page_permutation),
-      make("PACTS-META-2", "Determinism", true, plain, determinism),
-      make("PACTS-META-3", "SplitInvariance", false, plain, split_invariance),
-      make("PACTS-META-4", "BatchCompositionInvariance", true, small, batch_composition),
-      make("PACTS-META-5", "LayoutInvariance", false, plain, layout_invariance),
-      make("PACTS-META-6", "GqaEqualsDuplicatedMha", false, small, gqa_equals_mha),
-      make("PACTS-META-7", "CausalConsistency", false, multi_token, causal_consistency),
-      make("PACTS-META-8", "WideWindowEqualsNoWindow", false, no_window, wide_window),
-      make("PACTS-META-9", "NegInfSinkEqualsNoSink", false, plain, neg_inf_sink),
-      make("PACTS-META-10", "WindowEqualsTruncatedContext", false, plain, window_truncation),
+      make_property("PACTS-META-1", "PagePermutationInvariance", Level::kMandatory, true, plain, page_permutation),
+      make_property("PACTS-META-2", "Determinism", Level::kMandatory, true, plain, determinism),
+      make_property("PACTS-META-3", "SplitInvariance", Level::kMandatory, false, plain, split_invariance),
+      make_property("PACTS-META-4", "BatchCompositionInvariance", Level::kMandatory, true, small, batch_composition),
+      make_property("PACTS-META-5", "LayoutInvariance", Level::kMandatory, false, plain, layout_invariance),
+      make_property("PACTS-META-6", "GqaEqualsDuplicatedMha", Level::kMandatory, false, small, gqa_equals_mha),
+      make_property("PACTS-META-7", "CausalConsistency", Level::kMandatory, false, multi_token, causal_consistency),
+      make_property("PACTS-META-8", "WideWindowEqualsNoWindow", Level::kMandatory, false, no_window, wide_window),
+      make_property("PACTS-META-9", "NegInfSinkEqualsNoSink", Level::kMandatory, false, plain, neg_inf_sink),
+      make_property("PACTS-META-10", "WindowEqualsTruncatedContext", Level::kMandatory, false, plain, window_truncation),
   };
 }
 

@@ -551,18 +551,6 @@ Outcome workspace_contents_do_not_leak(PropertyContext& ctx, const CaseSpec& spe
                        "LSE views under a split plan hint"});
 }
 
-Property make(const char* id, const char* name, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = Level::kMandatory;
-  p.bitwise = true;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> poison_properties() {
@@ -571,13 +559,13 @@ std::vector<Property> poison_properties() {
   GenLimits limits;
   limits.max_reference_work = int64_t{1} << 20;
   return {
-      make("PACTS-POISON-1", "UnownedRowsDoNotLeak", limits, unowned_rows_do_not_leak),
-      make("PACTS-POISON-2", "UnownedScalesDoNotLeak", limits, unowned_scales_do_not_leak),
-      make("PACTS-POISON-3", "BlockTablePaddingIsNotAnAddress", limits,
+      make_property("PACTS-POISON-1", "UnownedRowsDoNotLeak", Level::kMandatory, true, limits, unowned_rows_do_not_leak),
+      make_property("PACTS-POISON-2", "UnownedScalesDoNotLeak", Level::kMandatory, true, limits, unowned_scales_do_not_leak),
+      make_property("PACTS-POISON-3", "BlockTablePaddingIsNotAnAddress", Level::kMandatory, true, limits,
            block_table_padding_is_not_an_address),
-      make("PACTS-POISON-4", "QueryAndOutputGapsDoNotLeak", limits,
+      make_property("PACTS-POISON-4", "QueryAndOutputGapsDoNotLeak", Level::kMandatory, true, limits,
            query_and_output_gaps_do_not_leak),
-      make("PACTS-POISON-5", "WorkspaceContentsDoNotLeak", limits, workspace_contents_do_not_leak),
+      make_property("PACTS-POISON-5", "WorkspaceContentsDoNotLeak", Level::kMandatory, true, limits, workspace_contents_do_not_leak),
   };
 }
 

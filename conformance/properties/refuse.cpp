@@ -526,18 +526,6 @@ Outcome unsupported_is_not_wrong(PropertyContext& ctx, const CaseSpec& spec) {
   return {Verdict::kPass, detail, 0};
 }
 
-Property make(const char* id, const char* name, bool bitwise, GenLimits limits,
-              Outcome (*check)(PropertyContext&, const CaseSpec&)) {
-  Property p;
-  p.id = id;
-  p.name = name;
-  p.level = Level::kMandatory;
-  p.bitwise = bitwise;
-  p.limits = limits;
-  p.check = check;
-  return p;
-}
-
 }  // namespace
 
 std::vector<Property> refuse_properties() {
@@ -545,8 +533,8 @@ std::vector<Property> refuse_properties() {
   GenLimits limits;
   limits.max_reference_work = int64_t{1} << 19;
   return {
-      make("PACTS-REFUSE-1", "RefusalsAreDocumented", true, limits, refusals_are_documented),
-      make("PACTS-REFUSE-2", "UnsupportedIsNotWrong", false, limits, unsupported_is_not_wrong),
+      make_property("PACTS-REFUSE-1", "RefusalsAreDocumented", Level::kMandatory, true, limits, refusals_are_documented),
+      make_property("PACTS-REFUSE-2", "UnsupportedIsNotWrong", Level::kMandatory, false, limits, unsupported_is_not_wrong),
   };
 }
 

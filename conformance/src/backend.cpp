@@ -1,6 +1,9 @@
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/host_backend.h>
+#ifdef PACTS_HAVE_HIP_BACKEND
+#include <pacts/conformance/hip_backend.h>
+#endif
 #include <pacts/reference/decode.h>
 #include <pacts/spec/formats.h>
 
@@ -137,11 +140,20 @@ std::vector<RunResult> Backend::run_many(std::span<const Job> jobs) {
 
 std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
 
-std::vector<std::string> backend_names() { return {"reference", "host"}; }
+std::vector<std::string> backend_names() {
+#ifdef PACTS_HAVE_HIP_BACKEND
+  return {"reference", "host", "hip"};
+#else
+  return {"reference", "host"};
+#endif
+}
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
   if (name == "host") return make_host_backend();
+#ifdef PACTS_HAVE_HIP_BACKEND
+  if (name == "hip") return make_hip_backend();
+#endif
   // "<inner>+<fault>": a backend with a planted fault (the self-test's case files name these).
   if (const size_t plus = name.find('+'); plus != std::string::npos) {
     const std::optional<Fault> fault = fault_from_name(name.substr(plus + 1));

@@ -11,6 +11,19 @@ std::string Property::test_name() const {
   return s + "_" + name;
 }
 
+Property make_property(std::string id, std::string name, Level level, bool bitwise,
+                       GenLimits limits,
+                       std::function<Outcome(PropertyContext&, const CaseSpec&)> check) {
+  Property p;
+  p.id = std::move(id);
+  p.name = std::move(name);
+  p.level = level;
+  p.bitwise = bitwise;
+  p.limits = limits;
+  p.check = std::move(check);
+  return p;
+}
+
 const std::vector<Property>& catalogue() {
   static const std::vector<Property> all = [] {
     std::vector<Property> v;

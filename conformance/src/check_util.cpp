@@ -26,15 +26,6 @@ std::string fmt(double x) {
   return os.str();
 }
 
-spec::BoundInputs bound_inputs(const reference::Output& ref, size_t row, size_t element) {
-  spec::BoundInputs in;
-  in.abs_weighted_v = ref.abs_weighted_v[element];
-  in.sum_abs_v = ref.sum_abs_v[element];
-  in.logit_abs_dot = ref.logit_abs_dot[row];
-  in.visible = ref.visible[row];
-  in.sink_abs = ref.sink_abs[row];
-  return in;
-}
 
 }  // namespace
 
@@ -101,7 +92,7 @@ Outcome within_tolerance(const Backend& backend, const pacts_problem& p, const O
   for (size_t e = 0; e < got.out_values.size(); ++e) {
     const size_t row = e / D;
     const double r = ref.row_invalid[row] ? NAN : ref.out[e];
-    const double bound = spec::output_bound(prof, p, bound_inputs(ref, row, e), r);
+    const double bound = spec::output_bound(prof, p, reference::bound_inputs(ref, row, e), r);
     double ratio = 0;
     if (!spec::within_bound(got.out_values[e], r, bound, &ratio))
       return Outcome::fail(element_name(p, e, false) + " = " + fmt(got.out_values[e]) +
@@ -112,7 +103,7 @@ Outcome within_tolerance(const Backend& backend, const pacts_problem& p, const O
   }
   for (size_t row = 0; row < got.lse_values.size(); ++row) {
     const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
-    const double bound = spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r);
+    const double bound = spec::lse_bound(prof, p, reference::bound_inputs(ref, row, row * D), r);
     double ratio = 0;
     if (!spec::within_bound(got.lse_values[row], r, bound, &ratio))
       return Outcome::fail(element_name(p, row, true) + " = " + fmt(got.lse_values[row]) +
@@ -131,7 +122,7 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const 
   for (size_t e = 0; e < a.out_values.size(); ++e) {
     const size_t row = e / D;
     const double r = ref.row_invalid[row] ? NAN : ref.out[e];
-    const double bound = 2 * spec::output_bound(prof, p, bound_inputs(ref, row, e), r);
+    const double bound = 2 * spec::output_bound(prof, p, reference::bound_inputs(ref, row, e), r);
     double ratio = 0;
     // b stands in for the reference: same class rules, twice the bound.
     const bool ok = std::isnan(r) ? std::isnan(a.out_values[e]) && std::isnan(b.out_values[e])
@@ -144,7 +135,7 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const 
   }
   for (size_t row = 0; row < a.lse_values.size() && row < b.lse_values.size(); ++row) {
     const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
-    const double bound = 2 * spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r);
+    const double bound = 2 * spec::lse_bound(prof, p, reference::bound_inputs(ref, row, row * D), r);
     double ratio = 0;
     const bool ok = std::isnan(r) ? std::isnan(a.lse_values[row]) && std::isnan(b.lse_values[row])
                                   : spec::within_bound(a.lse_values[row], b.lse_values[row], bound, &ratio);

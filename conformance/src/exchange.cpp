@@ -491,14 +491,6 @@ pacts_problem problem_from(const Json& root, const std::string& where) {
 
 // ---- results ------------------------------------------------------------------------------------
 
-spec::BoundInputs bound_inputs(const reference::Output& ref, size_t row, size_t element) {
-  spec::BoundInputs in;
-  in.abs_weighted_v = ref.abs_weighted_v[element];
-  in.sum_abs_v = ref.sum_abs_v[element];
-  in.logit_abs_dot = ref.logit_abs_dot[row];
-  in.visible = ref.visible[row];
-  return in;
-}
 
 struct DenseResults {
   std::vector<double> out, lse, a, bound, lse_bound;
@@ -529,10 +521,10 @@ spec::Result<DenseResults> dense_results(const pacts_problem& p, const reference
     for (size_t d = 0; d < D; ++d) {
       const size_t e = row * D + d;
       r.out[e] = invalid ? nan : ref.out[e];
-      r.bound[e] = spec::output_bound(prof, p, bound_inputs(ref, row, e), r.out[e]);
+      r.bound[e] = spec::output_bound(prof, p, reference::bound_inputs(ref, row, e), r.out[e]);
     }
     r.lse[row] = invalid ? nan : ref.lse[row];
-    r.lse_bound[row] = spec::lse_bound(prof, p, bound_inputs(ref, row, row * D), r.lse[row]);
+    r.lse_bound[row] = spec::lse_bound(prof, p, reference::bound_inputs(ref, row, row * D), r.lse[row]);
   }
   return r;
 }

@@ -324,4 +324,14 @@ spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& b
   return out;
 }
 
+spec::BoundInputs bound_inputs(const Output& ref, size_t row, size_t element) {
+  spec::BoundInputs in;
+  in.abs_weighted_v = ref.abs_weighted_v[element];
+  in.sum_abs_v = ref.sum_abs_v[element];
+  in.logit_abs_dot = ref.logit_abs_dot[row];
+  in.visible = ref.visible[row];
+  in.sink_abs = ref.sink_abs[row];
+  return in;
+}
+
 }  // namespace pacts::reference

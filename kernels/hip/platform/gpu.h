@@ -5,7 +5,14 @@
 // macro, checked API calls.
 #pragma once
 
-#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+#if defined(PACTS_AMD_DEVICE_CHECK)
+#include "platform/amd_device_min.h"
+#define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
+#define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
+namespace pacts::gpu {
+inline constexpr int kWarpSize = 64;
+}  // namespace pacts::gpu
+#elif defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
 #include <hip/hip_runtime.h>
 #define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
 #define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
@@ -25,6 +32,7 @@ using pacts::gpu::hipFuncSetMaxDynamicSharedBytes;
 
 #include <string>
 
+#if !defined(PACTS_AMD_DEVICE_CHECK)
 namespace pacts::gpu {
 
 // "hipMalloc(out): out of memory": the call and the runtime's words, for a DeviceError status.
@@ -43,3 +51,4 @@ inline std::string describe(const char* what, hipError_t e) {
       return ::pacts::spec::Status(::pacts::spec::Code::kDeviceError,               \
                                    ::pacts::gpu::describe(#call, pacts_gpu_err_));     \
   } while (0)
+#endif  // !PACTS_AMD_DEVICE_CHECK

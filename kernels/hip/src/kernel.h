@@ -21,11 +21,13 @@
 // rows only; the merge reads a partial only where the masks say the row has keys in it.
 #pragma once
 
+// The platform first: kernels/common's PACTS_HD needs the vendor's __host__ __device__.
+#include "platform/gpu.h"
+
 #include "common/dequant.h"
 #include "common/mask.h"
 #include "common/round.h"
 #include "common/softmax.h"
-#include "platform/gpu.h"
 #include "src/params.h"
 
 namespace pacts::kernels::hip::detail {

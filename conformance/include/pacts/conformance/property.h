@@ -48,6 +48,10 @@ struct Property {
   std::string test_name() const;
 };
 
+Property make_property(std::string id, std::string name, Level level, bool bitwise,
+                       GenLimits limits,
+                       std::function<Outcome(PropertyContext&, const CaseSpec&)> check);
+
 // Every property, in ID order.
 const std::vector<Property>& catalogue();
 const Property* find_property(std::string_view id);

@@ -6,6 +6,7 @@
 
 #include <pacts/problem.h>
 #include <pacts/spec/status.h>
+#include <pacts/spec/tolerance.h>
 
 #include <cstdint>
 #include <vector>
@@ -28,6 +29,9 @@ struct Output {
   std::vector<uint8_t> row_invalid; // 1 where a device-resident precondition failed (row is NaN)
   uint32_t device_error = 0;        // PACTS_DEVERR_* bits, as a kernel must report them
 };
+
+// The inputs of spec/tolerance.md's bound for output element `element` of row `row`.
+spec::BoundInputs bound_inputs(const Output& ref, size_t row, size_t element);
 
 // Validates (spec::validate with the reference's requirements) and then computes every row.
 // Buffers are host pointers. Returns the validator's refusal unchanged when it refuses.

@@ -1,0 +1,23 @@
+// AMD compile check (no ROCm here): instantiates every kernel of src/kernel.h for one gfx target.
+//   clang++-22 -x hip --offload-arch=gfx942 --offload-device-only -nogpuinc -nogpulib -O3
+//     -std=c++20 -DPACTS_AMD_DEVICE_CHECK -I kernels -I kernels/hip -I kernels/include
+//     -I spec/include -c kernels/hip/tools/amd_device_check.cpp
+// Compile-checked only: nothing here has run on an AMD GPU.
+#include "src/kernel.h"
+
+namespace pacts::kernels::hip::detail {
+
+template __global__ void split_kv_kernel<64, PACTS_FORMAT_BF16>(Params);
+template __global__ void split_kv_kernel<128, PACTS_FORMAT_BF16>(Params);
+template __global__ void split_kv_kernel<256, PACTS_FORMAT_BF16>(Params);
+template __global__ void split_kv_kernel<64, PACTS_FORMAT_FP16>(Params);
+template __global__ void split_kv_kernel<128, PACTS_FORMAT_FP16>(Params);
+template __global__ void split_kv_kernel<256, PACTS_FORMAT_FP16>(Params);
+template __global__ void merge_kernel<64>(Params);
+template __global__ void merge_kernel<128>(Params);
+template __global__ void merge_kernel<256>(Params);
+
+// The tile kernel's LDS must fit gfx942's 64 KiB (toolchains.md trap 5).
+static_assert(sizeof(Smem<256>) <= 64 * 1024 && sizeof(Smem<128>) <= 64 * 1024);
+
+}  // namespace pacts::kernels::hip::detail
