@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The tests: install, configure, build, and run every ctest test. JUnit XML is written to
-# build/ctest-junit.xml. Extra arguments go to ctest (e.g. -L unit).
+# The tests: install, configure, build, compile-check the GPU kernels (ci/gpu_compile.sh), and
+# run every ctest test. JUnit XML is written to build/ctest-junit.xml. Extra arguments go to
+# ctest (e.g. -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/build.sh
+bash ci/gpu_compile.sh
 ctest --preset default -j "$(nproc)" --output-junit "$PWD/build/ctest-junit.xml" "$@"
 echo "JUnit report: build/ctest-junit.xml"

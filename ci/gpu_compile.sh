@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Compile checks of the HIP kernels for the GPU targets this machine has no device for
+# (issue 5): NVIDIA sm_90 with nvcc when nvcc is present, AMD gfx942 and gfx950 device code with
+# Debian's clang-22 (installed when missing). Compile-only: nothing here runs a kernel. Prints
+# what ptxas and clang report about registers and spills.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+nvcc=""
+for candidate in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc; do
+  if [ -n "$candidate" ] && [ -x "$candidate" ]; then nvcc="$candidate"; break; fi
+done
+if ! command -v clang++-22 >/dev/null 2>&1; then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "pacts: installing clang-22 and lld-22 for the AMD compile check"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang-22 lld-22
+fi
+
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=OFF -DPACTS_CHECK_AMD=ON)
+targets=(pacts_hip_amd_check)
+if [ -n "$nvcc" ]; then
+  args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+  targets+=(pacts_kernels_hip)
+else
+  echo "pacts: no nvcc on this machine: the sm_90 build is skipped (AMD compile check only)"
+fi
+cmake -S . -B build-gpu "${args[@]}" > build-gpu.log 2>&1 || { cat build-gpu.log; exit 1; }
+cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >> build-gpu.log 2>&1 || {
+  tail -50 build-gpu.log; exit 1; }
+echo "GPU compile checks passed (compile-only: no kernel ran here)"
+if [ -n "$nvcc" ]; then
+  echo "sm_90 (ptxas), distinct register/spill lines:"
+  grep -E "Used [0-9]+ registers|spill" build-gpu.log | sed 's/^.*ptxas info *: *//' | sort | uniq -c | head -20
+fi
+echo "gfx942/gfx950 (clang-22), distinct resource lines:"
+grep -E "(VGPRs|SGPRs|ScratchSize|Occupancy|LDS Size).*:" build-gpu.log | sed 's/^.*remark: *//' | sort | uniq -c | head -20
