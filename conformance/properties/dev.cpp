@@ -1,6 +1,7 @@
 // PACTS-DEV: device-resident inputs, addressing, graphs (spec/properties.md §9,
 // spec/contract.md §4).
 #include <pacts/conformance/check_util.h>
+#include <pacts/conformance/rng.h>
 #include <pacts/conformance/property.h>
 #include <pacts/spec/formats.h>
 
@@ -196,9 +197,38 @@ Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec&) {
       ctx.backend.name() + " declares no 64-bit addressing capability)");
 }
 
-Outcome graph_replay(PropertyContext& ctx, const CaseSpec&) {
-  return Outcome::not_supported("GPU backends only: needs CUDA/HIP graph capture (backend " +
-                                ctx.backend.name() + " declares no graph capture)");
+// PACTS-DEV-3: one plan (a captured graph on a GPU) replayed after the context lengths changed in
+// place gives what a fresh run with the new lengths gives, bitwise (same plan hint). The new
+// lengths are drawn from the case seed over the whole range the block table allows (shorter,
+// longer, zero, the maximum), so a plan or graph that baked in the first lengths is caught.
+Outcome graph_replay(PropertyContext& ctx, const CaseSpec& spec) {
+  if (!ctx.backend.capabilities().plan_replay)
+    return Outcome::not_supported("backend " + ctx.backend.name() +
+                                  " declares no plan replay / graph capture");
+  const CaseData first = spec.build();
+  if (auto o = unsupported(ctx.backend, first.problem)) return *o;
+  const pacts_problem& p = first.problem;
+  if (p.batch == 0) return Outcome::pass();
+  const int32_t most = p.max_pages_per_seq * p.page_size;
+  Rng rng(spec.seed ^ 0x6a09e667f3bcc909ull);
+  std::vector<int32_t> replayed(first.context_lens.size());
+  for (int32_t& n : replayed) {
+    switch (rng.below(4)) {
+      case 0: n = 0; break;
+      case 1: n = most; break;
+      default: n = rng.range(0, most); break;
+    }
+  }
+  CaseData second = first;
+  second.context_lens = replayed;
+  const PlanHint hint = PlanHint::partition_size(32);
+  const Observed fresh = observe(ctx.backend, second, hint);
+  const Observed replay = observe_replayed(ctx.backend, first, replayed, hint);
+  if (auto o = run_failed(fresh, "PACTS-DEV-3 (fresh run)")) return *o;
+  if (!replay.run.status.is_ok())
+    return Outcome::fail("the backend declares plan replay but the replay failed: " +
+                         replay.run.status.to_string());
+  return same_bits(replay, fresh, "replayed plan after new context lengths vs a fresh run");
 }
 
 }  // namespace

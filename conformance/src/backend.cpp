@@ -131,6 +131,13 @@ spec::Status check_capabilities(const Capabilities& c, const pacts_problem& p) {
   return spec::Status::ok();
 }
 
+RunResult Backend::run_replayed(const pacts_problem&, const pacts_buffers&,
+                                std::span<const int32_t>, const PlanHint&) {
+  RunResult r;
+  r.status = spec::not_supported("plan replay: backend " + name() + " cannot reuse a plan");
+  return r;
+}
+
 std::vector<RunResult> Backend::run_many(std::span<const Job> jobs) {
   std::vector<RunResult> results;
   results.reserve(jobs.size());

@@ -42,12 +42,17 @@ std::string element_name(const pacts_problem& p, size_t index, bool per_row) {
   return os.str();
 }
 
-Observed observe(Backend& backend, const CaseData& c0, const PlanHint& hint, uint8_t guard) {
+namespace {
+
+// Runs `run` on a copy of `c0` whose out and lse hold `guard` bytes, then reads the outputs back
+// through their layouts.
+template <class RunFn>
+Observed observe_with(const CaseData& c0, uint8_t guard, RunFn run) {
   CaseData c = c0;
   std::fill(c.out.begin(), c.out.end(), guard);
   std::fill(c.lse.begin(), c.lse.end(), guard);
   Observed o;
-  o.run = backend.run(c.problem, c.buffers(), hint);
+  o.run = run(c);
   const pacts_problem& p = c.problem;
   const int ob = spec::element_bytes(p.out_format);
   for (int64_t b = 0; b < p.batch; ++b)
@@ -68,6 +73,19 @@ Observed observe(Backend& backend, const CaseData& c0, const PlanHint& hint, uin
   o.out = std::move(c.out);
   o.lse = std::move(c.lse);
   return o;
+}
+
+}  // namespace
+
+Observed observe(Backend& backend, const CaseData& c0, const PlanHint& hint, uint8_t guard) {
+  return observe_with(c0, guard, [&](CaseData& c) { return backend.run(c.problem, c.buffers(), hint); });
+}
+
+Observed observe_replayed(Backend& backend, const CaseData& c0, std::span<const int32_t> replayed,
+                          const PlanHint& hint, uint8_t guard) {
+  return observe_with(c0, guard, [&](CaseData& c) {
+    return backend.run_replayed(c.problem, c.buffers(), replayed, hint);
+  });
 }
 
 std::optional<Outcome> unsupported(const Backend& backend, const pacts_problem& problem) {

@@ -183,12 +183,15 @@ int64_t tail_page(const pacts_problem& p, const pacts_buffers& b, int64_t seq) {
 
 class FaultBackend final : public Backend {
  public:
+  // The faults are planted in run() only, so the wrapper does not offer plan replay.
   FaultBackend(std::unique_ptr<Backend> inner, Fault fault)
-      : inner_(std::move(inner)), fault_(fault) {}
+      : inner_(std::move(inner)), fault_(fault), caps_(inner_->capabilities()) {
+    caps_.plan_replay = false;
+  }
 
   std::string name() const override { return inner_->name() + "+" + fault_name(fault_); }
   std::string device() const override { return inner_->device(); }
-  const Capabilities& capabilities() const override { return inner_->capabilities(); }
+  const Capabilities& capabilities() const override { return caps_; }
   const spec::NumericsProfile& profile() const override { return inner_->profile(); }
 
   RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) override {
@@ -580,6 +583,7 @@ class FaultBackend final : public Backend {
 
   std::unique_ptr<Backend> inner_;
   Fault fault_;
+  Capabilities caps_;
 };
 
 }  // namespace

@@ -28,6 +28,7 @@ class HostBackend final : public Backend {
     caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
     caps_.deterministic = true;
     caps_.split_plans = true;
+    caps_.plan_replay = true;
     caps_.requirements = kernels::host::requirements();
   }
 
@@ -38,6 +39,20 @@ class HostBackend final : public Backend {
 
   RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
                 const PlanHint& hint) override {
+    return run_plan(problem, buffers, hint, {});
+  }
+
+  // One plan and one workspace for both runs: the plan depends on the shape only, so new context
+  // lengths need no new plan (what lets a GPU graph be replayed, PACTS-DEV-3).
+  RunResult run_replayed(const pacts_problem& problem, const pacts_buffers& buffers,
+                         std::span<const int32_t> replayed_context_lens,
+                         const PlanHint& hint) override {
+    return run_plan(problem, buffers, hint, replayed_context_lens);
+  }
+
+ private:
+  RunResult run_plan(const pacts_problem& problem, const pacts_buffers& buffers,
+                     const PlanHint& hint, std::span<const int32_t> replay) {
     RunResult result;
     int32_t fixed_size = 0, fixed_partitions = 0;
     if (hint.kind == PlanHint::Kind::kPartitionSize) fixed_size = hint.value;
@@ -51,11 +66,23 @@ class HostBackend final : public Backend {
     const kernels::Plan& chosen = plan.value();
     const uint64_t bytes = kernels::workspace_size(chosen);
     if (workspace_.size() * sizeof(float) < bytes) workspace_.resize((bytes + 3) / 4);
-    const uint8_t fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
-    if (bytes > 0) std::memset(workspace_.data(), fill, static_cast<size_t>(bytes));
     uint32_t error_word = 0;
-    result.status = kernels::host::decode(chosen, buffers, &error_word,
-                                          bytes ? workspace_.data() : nullptr, bytes);
+    const auto decode_once = [&] {
+      const uint8_t fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
+      if (bytes > 0) std::memset(workspace_.data(), fill, static_cast<size_t>(bytes));
+      error_word = 0;
+      return kernels::host::decode(chosen, buffers, &error_word,
+                                   bytes ? workspace_.data() : nullptr, bytes);
+    };
+    result.status = decode_once();
+    if (result.status.is_ok() && !replay.empty()) {
+      if (replay.size() * sizeof(int32_t) > buffers.context_lens.bytes) {
+        result.status = spec::invalid_argument("replayed_context_lens: more entries than the batch");
+        return result;
+      }
+      std::memcpy(buffers.context_lens.data, replay.data(), replay.size() * sizeof(int32_t));
+      result.status = decode_once();
+    }
     result.device_error = error_word;
     result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
     result.plan.max_partitions = chosen.num_partitions;
@@ -63,7 +90,6 @@ class HostBackend final : public Backend {
     return result;
   }
 
- private:
   kernels::DeviceInfo device_;
   Capabilities caps_;
   spec::NumericsProfile profile_;

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace pacts::conformance {
@@ -121,6 +122,39 @@ INSTANTIATE_TEST_SUITE_P(Faults, HostFaults, ::testing::ValuesIn(all_faults()),
                          [](const ::testing::TestParamInfo<Fault>& param) {
                            return std::string(fault_name(param.param));
                          });
+
+// PACTS-DEV-3 bites: a replay that keeps the context lengths it was first run with (a graph that
+// baked them in) must fail the property.
+class StaleReplay final : public Backend {
+ public:
+  StaleReplay() : host_(make_host_backend(2)) {}
+  std::string name() const override { return "host+stale_replay"; }
+  std::string device() const override { return host_->device(); }
+  const Capabilities& capabilities() const override { return host_->capabilities(); }
+  const spec::NumericsProfile& profile() const override { return host_->profile(); }
+  RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint& h) override {
+    return host_->run(p, b, h);
+  }
+  RunResult run_replayed(const pacts_problem& p, const pacts_buffers& b,
+                         std::span<const int32_t>, const PlanHint& h) override {
+    return host_->run(p, b, h);  // the new lengths never reach the second run
+  }
+
+ private:
+  std::unique_ptr<Backend> host_;
+};
+
+TEST(HostReplay, PACTS_DEV_3_StaleReplayIsCaught) {
+  StaleReplay stale;
+  std::unique_ptr<Backend> reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 30;
+  const PropertyStats s = run_property(*find_property("PACTS-DEV-3"), stale, *reference, options);
+  EXPECT_EQ(s.verdict, Verdict::kFail) << "a stale replay passed PACTS-DEV-3";
+  std::printf("stale replay: %s after %lld cases: %s\n", verdict_name(s.verdict),
+              static_cast<long long>(s.cases), s.failure.c_str());
+}
 
 }  // namespace
 }  // namespace pacts::conformance

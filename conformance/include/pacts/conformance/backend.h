@@ -31,6 +31,7 @@ struct Capabilities {
   bool sinks = true, window = true, softcap = true, lse = true;
   bool deterministic = true;     // bitwise reproducible for a fixed plan (PACTS-META-2)
   bool split_plans = false;      // honours PlanHint partition sizes / counts (PACTS-META-3)
+  bool plan_replay = false;      // run_replayed(): one plan / captured graph, new contexts (DEV-3)
   spec::Requirements requirements;  // alignment, addressable offsets (spec/refusals.md §4)
 
   // Everything the spec defines (the reference's capabilities).
@@ -86,6 +87,15 @@ class Backend {
   // reported in device_error, with status Ok.
   virtual RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
                         const PlanHint& hint) = 0;
+
+  // PACTS-DEV-3: one plan (on a GPU: one captured graph) run twice, first as given, then again
+  // after the context lengths in `buffers` were overwritten in place with `replayed_context_lens`
+  // (as a serving loop updates the device buffer a captured graph reads). The second run's output
+  // and LSE are left in the buffers and its result returned. The default is NotSupported; a
+  // backend that declares Capabilities::plan_replay overrides it.
+  virtual RunResult run_replayed(const pacts_problem& problem, const pacts_buffers& buffers,
+                                 std::span<const int32_t> replayed_context_lens,
+                                 const PlanHint& hint);
 
   // Runs many problems; backends that can overlap or batch them override this.
   virtual std::vector<RunResult> run_many(std::span<const Job> jobs);

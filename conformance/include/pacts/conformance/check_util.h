@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct Observed {
 // Runs `backend` on `c` with out and lse pre-filled with `guard` bytes (c is not modified).
 Observed observe(Backend& backend, const CaseData& c, const PlanHint& hint = {},
                  uint8_t guard = 0xA5);
+
+// Backend::run_replayed on a copy of `c` (out and lse pre-filled with `guard`): the observed
+// result is the second run's, after the context lengths were replaced by `replayed`.
+Observed observe_replayed(Backend& backend, const CaseData& c, std::span<const int32_t> replayed,
+                          const PlanHint& hint = {}, uint8_t guard = 0xA5);
 
 // NotSupported when the problem is outside the backend's capabilities.
 std::optional<Outcome> unsupported(const Backend& backend, const pacts_problem& problem);
