@@ -18,11 +18,11 @@ if ! command -v clang++-22 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang-22 lld-22
 fi
 
-args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=OFF -DPACTS_CHECK_AMD=ON)
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=ON -DPACTS_CHECK_AMD=ON)
 targets=(pacts_hip_amd_check)
 if [ -n "$nvcc" ]; then
   args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
-  targets+=(pacts_kernels_hip)
+  targets+=(pacts_kernels_hip pacts_common_gpu_test)
 else
   echo "pacts: no nvcc on this machine: the sm_90 build is skipped (AMD compile check only)"
 fi

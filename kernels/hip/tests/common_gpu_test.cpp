@@ -1,0 +1,148 @@
+// kernels/common's math run on the GPU (issue 5: "its unit tests also run on the GPU"): every code
+// of every format dequantised by a kernel, every e2m1 x e8m0 product, and the RNE output rounding
+// of sampled binary64 values, each compared on the host with the spec's codecs
+// (pacts::spec::decode / encode), bit for bit. Exit 0 pass, 1 fail, 77 no GPU (ctest: skipped).
+#include "platform/gpu.h"
+
+#include "common/dequant.h"
+#include "common/round.h"
+
+#include <pacts/spec/formats.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace pacts::kernels::common;
+
+__global__ void decode_kernel(pacts_format f, uint32_t count, float* out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = decode_code(f, i);
+}
+
+__global__ void mx_kernel(float* out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 16u * 256u) out[i] = mx_value(static_cast<uint8_t>(i & 15u), static_cast<uint8_t>(i >> 4));
+}
+
+__global__ void round_kernel(const double* x, uint32_t n, uint32_t* bf16, uint32_t* fp16,
+                             uint32_t* fp32) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  bf16[i] = round_to_bf16(x[i]);
+  fp16[i] = round_to_fp16(x[i]);
+  fp32[i] = round_to_fp32(x[i]);
+}
+
+bool same_float(float got, double want) {
+  const float w = static_cast<float>(want);  // every decoded value is exact in fp32 or overflows
+  if (std::isnan(w)) return std::isnan(got);
+  uint32_t a, b;
+  std::memcpy(&a, &got, 4);
+  std::memcpy(&b, &w, 4);
+  return a == b;
+}
+
+template <class T>
+T* device_copy(const std::vector<T>& host) {
+  void* p = nullptr;
+  if (hipMalloc(&p, host.size() * sizeof(T)) != hipSuccess) return nullptr;
+  if (hipMemcpy(p, host.data(), host.size() * sizeof(T), hipMemcpyHostToDevice) != hipSuccess) return nullptr;
+  return static_cast<T*>(p);
+}
+
+template <class T>
+std::vector<T> host_copy(const T* device, size_t n) {
+  std::vector<T> host(n);
+  if (hipMemcpy(host.data(), device, n * sizeof(T), hipMemcpyDeviceToHost) != hipSuccess) host.clear();
+  return host;
+}
+
+}  // namespace
+
+int main() {
+  int devices = 0;
+  if (hipGetDeviceCount(&devices) != hipSuccess || devices == 0) {
+    std::printf("common_gpu_test: no GPU on this machine: skipped\n");
+    return 77;
+  }
+  int failures = 0;
+  int64_t checked = 0;
+  const pacts_format formats[] = {PACTS_FORMAT_BF16,     PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
+                                  PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
+                                  PACTS_FORMAT_E2M1,     PACTS_FORMAT_E8M0};
+  for (pacts_format f : formats) {
+    const uint32_t count = static_cast<uint32_t>(pacts::spec::code_count(f));
+    float* d_out = nullptr;
+    if (hipMalloc(reinterpret_cast<void**>(&d_out), count * sizeof(float)) != hipSuccess) return 1;
+    hipLaunchKernelGGL(decode_kernel, dim3((count + 255) / 256), dim3(256), 0, nullptr, f, count, d_out);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return 1;
+    const std::vector<float> got = host_copy(d_out, count);
+    (void)hipFree(d_out);
+    for (uint32_t c = 0; c < count; ++c, ++checked)
+      if (!same_float(got[c], pacts::spec::decode(f, c)) && failures++ < 10)
+        std::printf("FAIL %s code 0x%x: GPU %.9g, spec %.17g\n",
+                    std::string(pacts::spec::format_name(f)).c_str(), c, got[c], pacts::spec::decode(f, c));
+  }
+  {
+    float* d_out = nullptr;
+    if (hipMalloc(reinterpret_cast<void**>(&d_out), 4096 * sizeof(float)) != hipSuccess) return 1;
+    hipLaunchKernelGGL(mx_kernel, dim3(16), dim3(256), 0, nullptr, d_out);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return 1;
+    const std::vector<float> got = host_copy(d_out, 4096);
+    (void)hipFree(d_out);
+    for (uint32_t i = 0; i < 4096; ++i, ++checked) {
+      const double want = pacts::spec::decode_e2m1(static_cast<uint8_t>(i & 15u)) *
+                          pacts::spec::decode_e8m0(static_cast<uint8_t>(i >> 4));
+      if (!same_float(got[i], want) && failures++ < 10)
+        std::printf("FAIL e2m1 0x%x x e8m0 0x%x: GPU %.9g, spec %.17g\n", i & 15u, i >> 4, got[i], want);
+    }
+  }
+  {
+    // Every bf16/fp16 midpoint region is covered on the CPU; here: random binary64 values over
+    // the whole range, exact midpoints of bf16 and fp16, and their neighbours.
+    std::mt19937_64 rng(20261129);
+    std::vector<double> x;
+    for (int i = 0; i < 200000; ++i) {
+      const double significand = 1.0 + static_cast<double>(rng() >> 11) * 0x1.0p-53;
+      const int exponent = static_cast<int>(rng() % 300) - 150;  // fp32 subnormals to overflow
+      x.push_back((rng() & 1 ? -1.0 : 1.0) * std::ldexp(significand, exponent));
+    }
+    for (uint32_t c = 0; c < 0x7F80; ++c) {
+      const double lo = pacts::spec::decode(PACTS_FORMAT_BF16, c), hi = pacts::spec::decode(PACTS_FORMAT_BF16, c + 1);
+      const double mid = (lo + hi) / 2;
+      x.insert(x.end(), {mid, std::nextafter(mid, 0.0), std::nextafter(mid, INFINITY), -mid});
+    }
+    const uint32_t n = static_cast<uint32_t>(x.size());
+    double* d_x = device_copy(x);
+    uint32_t *d_b = nullptr, *d_h = nullptr, *d_s = nullptr;
+    if (!d_x || hipMalloc(reinterpret_cast<void**>(&d_b), n * 4) != hipSuccess ||
+        hipMalloc(reinterpret_cast<void**>(&d_h), n * 4) != hipSuccess ||
+        hipMalloc(reinterpret_cast<void**>(&d_s), n * 4) != hipSuccess)
+      return 1;
+    hipLaunchKernelGGL(round_kernel, dim3((n + 255) / 256), dim3(256), 0, nullptr, d_x, n, d_b, d_h, d_s);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return 1;
+    const std::vector<uint32_t> b = host_copy(d_b, n), h = host_copy(d_h, n), s = host_copy(d_s, n);
+    (void)hipFree(d_x);
+    (void)hipFree(d_b);
+    (void)hipFree(d_h);
+    (void)hipFree(d_s);
+    const auto want = [](pacts_format f, double v) {
+      return pacts::spec::encode(f, v, pacts::spec::Overflow::kNonSaturate);
+    };
+    for (uint32_t i = 0; i < n; ++i, checked += 3) {
+      const bool ok = b[i] == want(PACTS_FORMAT_BF16, x[i]) && h[i] == want(PACTS_FORMAT_FP16, x[i]) &&
+                      s[i] == want(PACTS_FORMAT_FP32, x[i]);
+      if (!ok && failures++ < 10)
+        std::printf("FAIL rounding of %.17g: GPU bf16 0x%x fp16 0x%x fp32 0x%x\n", x[i], b[i], h[i], s[i]);
+    }
+  }
+  std::printf("common_gpu_test: %lld values checked on the GPU against the spec codecs, %d failed\n",
+              static_cast<long long>(checked), failures);
+  return failures == 0 ? 0 : 1;
+}
