@@ -1,13 +1,16 @@
 // PACTS-DEV: device-resident inputs, addressing, graphs (spec/properties.md §9,
 // spec/contract.md §4).
 #include <pacts/conformance/check_util.h>
+#include <pacts/conformance/large_addresses.h>
 #include <pacts/conformance/rng.h>
 #include <pacts/conformance/property.h>
 #include <pacts/spec/formats.h>
+#include <pacts/spec/validate.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -191,10 +194,46 @@ Outcome device_preconditions(PropertyContext& ctx, const CaseSpec& spec) {
 
 // --- DEV-2, DEV-3 ----------------------------------------------------------------------------
 
-Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec&) {
-  return Outcome::not_supported(
-      "GPU backends only: needs pools, views and block tables past 2^31 elements (backend " +
-      ctx.backend.name() + " declares no 64-bit addressing capability)");
+// --- DEV-2: large addresses -------------------------------------------------------------------
+
+constexpr int64_t k2To31 = int64_t{1} << 31;
+
+// PACTS-DEV-2 (spec/properties.md): a small generated case is spread over large addresses (one of
+// three variants, from the seed) and must meet ACC-1, its unowned bytes all NaN.
+Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec& spec) {
+  if (!ctx.backend.capabilities().large_buffers)
+    return Outcome::not_supported("backend " + ctx.backend.name() +
+                                  " does not run pools and views past 2^31 elements "
+                                  "(Capabilities::large_buffers; GPU backends)");
+  if (ctx.backend.capabilities().requirements.max_element_offset < k2To31)
+    return Outcome::not_supported("backend " + ctx.backend.name() +
+                                  " declares a maximum element offset below 2^31: PACTS-REFUSE-1 "
+                                  "checks its refusal");
+  CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const auto variant = static_cast<LargeAddressVariant>(spec.seed % 3);
+  const std::string name = describe(variant);
+  std::optional<std::string> why;
+  try {
+    why = spread_to_large_addresses(c, variant, k2To31);
+  } catch (const std::bad_alloc&) {
+    return Outcome::not_supported(name + ": host memory is short");
+  }
+  if (why) return Outcome::not_supported("not applicable: " + name + ": " + *why);
+  if (spec::Status s = spec::validate(c.problem, c.buffers()); !s)
+    return Outcome::fail(std::string("internal: the spread case is invalid: ") + s.to_string());
+  const std::string where = name + ": ";
+  const Observed got = observe(ctx.backend, c);
+  if (got.run.status.code() == spec::Code::kDeviceError &&
+      got.run.status.message().find("hipMalloc") != std::string::npos)
+    return Outcome::not_supported(where + "device memory is short: " + got.run.status.message());
+  if (auto o = run_failed(got, "PACTS-DEV-2")) return with_where(*o, where);
+  if (got.run.device_error != 0)
+    return Outcome::fail(where + "device error word " + hex(got.run.device_error) + " on a valid case");
+  Outcome o = within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+  if (o.failed()) return with_where(o, where);
+  o.detail = name;
+  return o;
 }
 
 // PACTS-DEV-3: one plan (a captured graph on a GPU) replayed after the context lengths changed in
@@ -231,6 +270,17 @@ Outcome graph_replay(PropertyContext& ctx, const CaseSpec& spec) {
   return same_bits(replay, fresh, "replayed plan after new context lengths vs a fresh run");
 }
 
+// DEV-2 moves about 8 GiB per case: a handful of small cases (few visible keys: the reference
+// stays cheap), capped whatever the run's budget.
+Property large_addresses(GenLimits limits) {
+  limits.max_reference_work = int64_t{1} << 16;
+  limits.max_batch = 4;
+  Property p = make_property("PACTS-DEV-2", "Addressing64Bit", Level::kMandatory, false, limits,
+                             addressing_64bit);
+  p.max_cases = 12;
+  return p;
+}
+
 }  // namespace
 
 std::vector<Property> dev_properties() {
@@ -238,7 +288,7 @@ std::vector<Property> dev_properties() {
   limits.max_reference_work = int64_t{1} << 20;
   return {
       make_property("PACTS-DEV-1", "DevicePreconditions", Level::kMandatory, false, limits, device_preconditions),
-      make_property("PACTS-DEV-2", "Addressing64Bit", Level::kMandatory, false, limits, addressing_64bit),
+      large_addresses(limits),
       make_property("PACTS-DEV-3", "GraphReplay", Level::kMandatory, false, limits, graph_replay),
   };
 }

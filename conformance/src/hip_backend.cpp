@@ -3,7 +3,8 @@
 // Capabilities: exactly what the kernels support (pacts::kernels::hip::check_supported): KV and Q
 // bf16/fp16, output bf16/fp16/fp32, scale modes none/per_tensor/per_token, NHD/HND pools
 // (chunk == head_dim), D 64/128/256, page sizes 8..256, L up to 16, any G, sinks, window,
-// soft-cap, LSE; deterministic (fixed reduction orders); honours plan hints.
+// soft-cap, LSE; deterministic (fixed reduction orders); honours plan hints; replays one captured
+// graph with new context lengths (PACTS-DEV-3).
 // The numerics profile is pacts::kernels::hip::profile().
 //
 // Each run uploads every buffer, the output and LSE allocations included (so bytes the kernels
@@ -15,6 +16,9 @@
 #include <pacts/hip.h>
 
 #include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -77,6 +81,8 @@ class HipBackend final : public Backend {
     caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
     caps_.deterministic = true;
     caps_.split_plans = true;
+    caps_.plan_replay = true;   // CapturedDecode: one graph, replayed with new context lengths
+    caps_.large_buffers = true;  // 64-bit offsets (requirements()); PACTS-DEV-2 needs ~8 GiB
     caps_.requirements = kernels::hip::requirements();
   }
 
@@ -92,6 +98,27 @@ class HipBackend final : public Backend {
 
   RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
                 const PlanHint& hint) override {
+    return run_plan(problem, buffers, hint, {});
+  }
+
+  // PACTS-DEV-3: the decode is captured into a graph once and replayed twice, the second time
+  // after the new context lengths were copied into the device buffer the graph reads.
+  RunResult run_replayed(const pacts_problem& problem, const pacts_buffers& buffers,
+                         std::span<const int32_t> replayed_context_lens,
+                         const PlanHint& hint) override {
+    if (replayed_context_lens.size_bytes() > buffers.context_lens.bytes) {
+      RunResult result;
+      result.status = spec::invalid_argument(
+          "replayed_context_lens: " + std::to_string(replayed_context_lens.size()) +
+          " entries, more than the context_lens view holds");
+      return result;
+    }
+    return run_plan(problem, buffers, hint, replayed_context_lens);
+  }
+
+ private:
+  RunResult run_plan(const pacts_problem& problem, const pacts_buffers& buffers,
+                     const PlanHint& hint, std::span<const int32_t> replay) {
     RunResult result;
     // Validated on the caller's pointers first: the device copies are separate allocations, so
     // aliasing between the caller's buffers would be invisible after the upload.
@@ -112,12 +139,12 @@ class HipBackend final : public Backend {
     result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
     result.plan.max_partitions = chosen.num_partitions;
     result.plan.variant = chosen.variant;
-    result.status = execute(chosen, buffers, &result.device_error);
+    result.status = execute(chosen, buffers, &result.device_error, replay);
     return result;
   }
 
- private:
-  spec::Status execute(const kernels::Plan& plan, const pacts_buffers& host, uint32_t* error) {
+  spec::Status execute(const kernels::Plan& plan, const pacts_buffers& host, uint32_t* error,
+                       std::span<const int32_t> replay) {
     namespace mem = kernels::hip::memory;
     if (spec::Status s = mem::select_device(ordinal_); !s) return s;
     const pacts_view* in[] = {&host.q,     &host.k,           &host.v,
@@ -140,20 +167,36 @@ class HipBackend final : public Backend {
       workspace_ = fresh.value();
       workspace_bytes_ = bytes;
     }
-    const int fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
-    if (bytes > 0)
-      if (spec::Status s = mem::fill(workspace_, fill, bytes); !s) return s;
     if (error_word_ == nullptr) {
       spec::Result<void*> word = mem::allocate(sizeof(uint32_t));
       if (!word) return word.status();
       error_word_ = static_cast<uint32_t*>(word.value());
     }
-    if (spec::Status s = mem::fill(error_word_, 0, sizeof(uint32_t)); !s) return s;
-
-    if (spec::Status s = kernels::hip::decode(plan, dev, error_word_, bytes ? workspace_ : nullptr,
-                                              bytes, nullptr);
-        !s)
-      return s;
+    // Before every run: a fresh poison in the workspace and a clear error word.
+    const auto prepare = [&]() -> spec::Status {
+      const int fill = (runs_++ % 2 == 0) ? 0xFF : 0x5A;  // NaN floats, then ~1.5e16
+      if (bytes > 0)
+        if (spec::Status s = mem::fill(workspace_, fill, bytes); !s) return s;
+      return mem::fill(error_word_, 0, sizeof(uint32_t));
+    };
+    void* ws = bytes ? workspace_ : nullptr;
+    if (spec::Status s = prepare(); !s) return s;
+    if (replay.empty()) {
+      if (spec::Status s = kernels::hip::decode(plan, dev, error_word_, ws, bytes, nullptr); !s)
+        return s;
+    } else {
+      spec::Result<kernels::hip::CapturedDecode> graph =
+          kernels::hip::CapturedDecode::capture(plan, dev, error_word_, ws, bytes);
+      if (!graph) return graph.status();
+      if (spec::Status s = graph.value().replay(); !s) return s;
+      // As a serving loop does: new lengths written in place, the same graph launched again.
+      std::memcpy(host.context_lens.data, replay.data(), replay.size_bytes());
+      if (spec::Status s = mem::to_device(dev.context_lens.data, replay.data(), replay.size_bytes());
+          !s)
+        return s;
+      if (spec::Status s = prepare(); !s) return s;
+      if (spec::Status s = graph.value().replay(); !s) return s;
+    }
     if (spec::Status s = mem::synchronize(); !s) return s;
     if (spec::Status s = mem::to_host(error, error_word_, sizeof(uint32_t)); !s) return s;
     if (spec::Status s = views_[8].download(host.out); !s) return s;

@@ -7,6 +7,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -83,7 +84,8 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
   (void)configured;
   rc::detail::TestParams params;
   params.seed = options.seed;
-  params.maxSuccess = options.cases;
+  params.maxSuccess = property.max_cases > 0 ? std::min(options.cases, property.max_cases)
+                                             : options.cases;
   params.maxSize = 100;  // Debian's RapidCheck misbehaves above 100 (formats note §4)
   params.disableShrinking = !options.shrink;
   rc::detail::TestMetadata metadata;

@@ -51,6 +51,24 @@ inline hipError_t hipEventSynchronize(hipEvent_t e) { return cudaEventSynchroniz
 inline hipError_t hipEventElapsedTime(float* ms, hipEvent_t a, hipEvent_t b) {
   return cudaEventElapsedTime(ms, a, b);
 }
+// Graphs (PACTS-DEV-3: capture once, replay with new context lengths).
+using hipGraph_t = cudaGraph_t;
+using hipGraphExec_t = cudaGraphExec_t;
+using hipStreamCaptureMode = cudaStreamCaptureMode;
+inline constexpr hipStreamCaptureMode hipStreamCaptureModeRelaxed =
+    cudaStreamCaptureModeRelaxed;
+inline hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode m) {
+  return cudaStreamBeginCapture(s, m);
+}
+inline hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* g) {
+  return cudaStreamEndCapture(s, g);
+}
+inline hipError_t hipGraphInstantiate(hipGraphExec_t* e, hipGraph_t g, void*, char*, size_t) {
+  return cudaGraphInstantiate(e, g, 0);
+}
+inline hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) { return cudaGraphLaunch(e, s); }
+inline hipError_t hipGraphExecDestroy(hipGraphExec_t e) { return cudaGraphExecDestroy(e); }
+inline hipError_t hipGraphDestroy(hipGraph_t g) { return cudaGraphDestroy(g); }
 template <class F>
 inline hipError_t hipFuncSetMaxDynamicSharedBytes(F* f, int bytes) {
   return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);

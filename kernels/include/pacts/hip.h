@@ -55,4 +55,31 @@ spec::Status fill(void* device_dst, int byte, uint64_t bytes);
 spec::Status synchronize();  // the whole device; also reports asynchronous kernel faults
 }  // namespace memory
 
+// A decode captured once into a GPU graph on a stream of its own and replayed (spec/properties.md
+// PACTS-DEV-3: a serving loop captures the decode once and replays it after updating the context
+// lengths and block table in device memory). Capture records the launches of decode() with the
+// given device buffers; replay() re-launches them and waits, so whatever the buffers hold at
+// replay time is what the kernels read. Move-only; the destructor releases the graph and stream.
+class CapturedDecode {
+ public:
+  // DeviceError naming the runtime call when capture fails; decode()'s refusals as they are.
+  static spec::Result<CapturedDecode> capture(const Plan& plan, const pacts_buffers& buffers,
+                                              uint32_t* error_word, void* workspace,
+                                              uint64_t workspace_bytes);
+  spec::Status replay();
+
+  CapturedDecode(CapturedDecode&& other) noexcept;
+  CapturedDecode& operator=(CapturedDecode&& other) noexcept;
+  CapturedDecode(const CapturedDecode&) = delete;
+  CapturedDecode& operator=(const CapturedDecode&) = delete;
+  ~CapturedDecode();
+
+ private:
+  CapturedDecode() = default;
+  void reset();
+  void* stream_ = nullptr;  // hipStream_t
+  void* graph_ = nullptr;   // hipGraph_t
+  void* exec_ = nullptr;    // hipGraphExec_t
+};
+
 }  // namespace pacts::kernels::hip

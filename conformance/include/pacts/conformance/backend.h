@@ -32,6 +32,9 @@ struct Capabilities {
   bool deterministic = true;     // bitwise reproducible for a fixed plan (PACTS-META-2)
   bool split_plans = false;      // honours PlanHint partition sizes / counts (PACTS-META-3)
   bool plan_replay = false;      // run_replayed(): one plan / captured graph, new contexts (DEV-3)
+  // Runs PACTS-DEV-2's cases: pools and views past 2^31 elements (about 8 GiB of host and device
+  // memory per case). GPU backends on large-memory devices; the CPU CI machine has too little.
+  bool large_buffers = false;
   spec::Requirements requirements;  // alignment, addressable offsets (spec/refusals.md §4)
 
   // Everything the spec defines (the reference's capabilities).
