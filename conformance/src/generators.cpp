@@ -35,6 +35,17 @@ T pick_weighted(const std::vector<std::pair<int, T>>& items) {
   return items.back().second;
 }
 
+// The items of `all` that `allowed` lists, in `all`'s order; `all` when `allowed` is empty or
+// nothing is left (the property then meets NotSupported cases, as without the restriction).
+template <class T>
+std::vector<T> allowed_of(const std::vector<T>& all, const std::vector<T>& allowed) {
+  if (allowed.empty()) return all;
+  std::vector<T> kept;
+  for (const T& x : all)
+    if (std::find(allowed.begin(), allowed.end(), x) != allowed.end()) kept.push_back(x);
+  return kept.empty() ? all : kept;
+}
+
 bool is_16bit(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
 
 uint32_t code_of(pacts_format f, double x) {
@@ -165,21 +176,30 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     s.num_kv_heads = *gen::inRange<int32_t>(1, 5);
     const int32_t group = pick<int32_t>({1, 2, 4, 8, 16, 3, 5, 7, 32});
     s.num_q_heads = std::min(s.num_kv_heads * group, 128 / s.num_kv_heads * s.num_kv_heads);
-    s.head_dim = pick<int32_t>({64, 128, 256});
+    s.head_dim = pick<int32_t>(allowed_of<int32_t>({64, 128, 256}, lim.head_dims));
     s.page_size = pick<int32_t>({8, 16, 32, 64, 128, 256});
-    s.kv_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
-                                PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
-                                PACTS_FORMAT_E2M1});
-    s.q_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN,
-                               PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ});
-    s.out_format = pick<pacts_format>({PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32});
+    s.kv_format = pick<pacts_format>(allowed_of<pacts_format>(
+        {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E4M3FNUZ,
+         PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ, PACTS_FORMAT_E2M1},
+        lim.kv_formats));
+    s.q_format = pick<pacts_format>(allowed_of<pacts_format>(
+        {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E4M3FNUZ,
+         PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ},
+        lim.q_formats));
+    s.out_format = pick<pacts_format>(allowed_of<pacts_format>(
+        {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32}, lim.out_formats));
     s.k_scale_mode = pick_scale_mode(s.kv_format);
     s.v_scale_mode = pick_scale_mode(s.kv_format);
     s.nibble_order = pick<pacts_nibble_order>({PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST});
-    s.k_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
-                               PoolLayout::kPadded});
-    s.v_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kDimMajorV,
-                               PoolLayout::kPadded});
+    if (lim.chunked_layouts) {
+      s.k_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
+                                     PoolLayout::kPadded});
+      s.v_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kDimMajorV,
+                                     PoolLayout::kPadded});
+    } else {
+      s.k_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kPadded});
+      s.v_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kPadded});
+    }
     s.q_gap = pick<int32_t>({0, 8, 64});
     s.out_gap = pick<int32_t>({0, 8, 64});
     s.bt_extra_cols = pick<int32_t>({0, 2, 1});
@@ -219,6 +239,16 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     }
     return c;
   });
+}
+
+GenLimits restrict_to_capabilities(GenLimits lim, const Capabilities& caps) {
+  if (!lim.follow_capabilities) return lim;
+  lim.q_formats = caps.q_formats;
+  lim.kv_formats = caps.kv_formats;
+  lim.out_formats = caps.out_formats;
+  lim.head_dims = caps.head_dims;
+  lim.chunked_layouts = caps.chunked_layouts;
+  return lim;
 }
 
 std::string describe(const CaseSpec& c) {

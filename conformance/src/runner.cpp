@@ -51,8 +51,9 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
   Tracker tracker;
   const auto t0 = std::chrono::steady_clock::now();
 
+  const GenLimits limits = restrict_to_capabilities(property.limits, backend.capabilities());
   const auto testable = [&]() {
-    const CaseSpec spec = *gen_case(property.limits);
+    const CaseSpec spec = *gen_case(limits);
     Outcome o;
     try {
       o = check_case(property, backend, reference, spec);

@@ -3,6 +3,7 @@
 // correct kernel.
 #include <pacts/conformance/case_data.h>
 #include <pacts/conformance/random_case.h>
+#include <pacts/conformance/generators.h>
 #include <pacts/spec/validate.h>
 
 #include <gtest/gtest.h>
@@ -104,6 +105,44 @@ TEST(RandomCase, SameSeedSameBytes) {
   EXPECT_EQ(a.v, b.v);
   EXPECT_EQ(a.q, b.q);
   EXPECT_EQ(a.block_table, b.block_table);
+}
+
+}  // namespace
+}  // namespace pacts::conformance
+
+namespace pacts::conformance {
+namespace {
+
+// Generation follows a backend's capabilities (a GPU run spends its cases on what it claims);
+// REFUSE-2's opt-out keeps the whole space; a backend claiming everything is unchanged.
+TEST(Generators, FollowCapabilities) {
+  Capabilities narrow;
+  narrow.q_formats = {PACTS_FORMAT_FP16};
+  narrow.kv_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16};
+  narrow.out_formats = {PACTS_FORMAT_FP32};
+  narrow.head_dims = {128};
+  narrow.chunked_layouts = false;
+  const GenLimits lim = restrict_to_capabilities(GenLimits{}, narrow);
+  GenLimits opted_out;
+  opted_out.follow_capabilities = false;
+  opted_out = restrict_to_capabilities(opted_out, narrow);
+  const GenLimits all = restrict_to_capabilities(GenLimits{}, Capabilities::everything());
+  int outside = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const CaseShape s = gen_case(lim)(rc::Random(seed), 50).value().shape;
+    EXPECT_EQ(s.q_format, PACTS_FORMAT_FP16);
+    EXPECT_TRUE(s.kv_format == PACTS_FORMAT_BF16 || s.kv_format == PACTS_FORMAT_FP16);
+    EXPECT_EQ(s.out_format, PACTS_FORMAT_FP32);
+    EXPECT_EQ(s.head_dim, 128);
+    EXPECT_NE(s.k_layout, PoolLayout::kXPackedK);
+    EXPECT_NE(s.v_layout, PoolLayout::kDimMajorV);
+    const CaseShape o = gen_case(opted_out)(rc::Random(seed), 50).value().shape;
+    outside += check_capabilities(narrow, make_case(o, 1).problem).is_ok() ? 0 : 1;
+    const CaseSpec a = gen_case(all)(rc::Random(seed), 50).value();
+    const CaseSpec b = gen_case(GenLimits{})(rc::Random(seed), 50).value();
+    EXPECT_EQ(describe(a), describe(b));
+  }
+  EXPECT_GT(outside, 30);
 }
 
 }  // namespace

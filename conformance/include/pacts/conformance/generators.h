@@ -4,6 +4,7 @@
 // megabytes is a few dozen shrinkable numbers.
 #pragma once
 
+#include <pacts/conformance/backend.h>
 #include <pacts/conformance/random_case.h>
 
 #include <rapidcheck.h>
@@ -40,9 +41,21 @@ struct GenLimits {
   bool allow_window = true;
   bool allow_sinks = true;
   bool allow_softcap = true;
+  // What the backend under test runs (restrict_to_capabilities): formats, head dims and layouts
+  // are drawn from these lists only, in the generator's own order (empty: every value), so a
+  // GPU run spends its cases on problems the backend claims rather than on NotSupported ones.
+  std::vector<pacts_format> q_formats, kv_formats, out_formats;
+  std::vector<int32_t> head_dims;
+  bool chunked_layouts = true;
+  // false for properties that want problems outside the capabilities (PACTS-REFUSE-2).
+  bool follow_capabilities = true;
 };
 
 rc::Gen<CaseSpec> gen_case(const GenLimits& limits = {});
+
+// `limits` narrowed to what `caps` declares, unless the property opted out
+// (follow_capabilities = false). Backends that declare everything generate exactly as before.
+GenLimits restrict_to_capabilities(GenLimits limits, const Capabilities& caps);
 
 // Multiply-adds the reference spends on a case (2 per visible key per dim per row, Q.K and P.V).
 int64_t reference_work(const CaseShape& shape);
