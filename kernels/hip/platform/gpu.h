@@ -9,11 +9,14 @@
 #include "platform/amd_device_min.h"
 #define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
 #define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
+// No MFMA tile kernel yet: AMD runs the CUDA-core tile kernel (NOTES.md).
+#define PACTS_HIP_MATRIX_UNIT 0
 namespace pacts::gpu {
 inline constexpr int kWarpSize = 64;
 }  // namespace pacts::gpu
 #elif defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
 #include <hip/hip_runtime.h>
+#define PACTS_HIP_MATRIX_UNIT 0  // as above
 #define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
 #define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
 namespace pacts::gpu {
@@ -28,6 +31,7 @@ inline hipError_t hipFuncSetMaxDynamicSharedBytes(F* f, int bytes) {
 using pacts::gpu::hipFuncSetMaxDynamicSharedBytes;
 #else
 #include "platform/cuda_map.h"
+#include "platform/matrix_nvidia.h"
 #endif
 
 #include <string>

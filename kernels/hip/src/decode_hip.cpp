@@ -6,6 +6,9 @@
 
 #include "platform/gpu.h"
 #include "src/kernel.h"
+#if PACTS_HIP_MATRIX_UNIT
+#include "src/kernel_mma.h"
+#endif
 #include "src/plan_config.h"
 
 #include <algorithm>
@@ -19,27 +22,56 @@ using detail::Params;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The plan's tile: the keys of one warp tile of the matrix-unit kernel (src/kernel_mma.h), or of
+// one block tile of the CUDA-core kernel (src/kernel.h) where the vendor has no matrix kernel.
 int32_t tile_keys(int32_t head_dim) {
+#if PACTS_HIP_MATRIX_UNIT
+  static_assert(detail::MmaShape<64, false>::kKeys == detail::MmaShape<256, true>::kKeys);
+  (void)head_dim;
+  return detail::MmaShape<128, false>::kKeys;
+#else
   switch (head_dim) {
     case 64: return detail::Shape<64>::kTile;
     case 128: return detail::Shape<128>::kTile;
     default: return detail::Shape<256>::kTile;
   }
+#endif
 }
 
-// Automatic split (spec/operator.md §11 leaves it to the backend): enough blocks for
-// kBlocksPerSm per multiprocessor, partitions of at least kMinPartitionKeys, at most
-// kMaxPartitions. Depends on the shape and the multiprocessor count only.
-constexpr int64_t kBlocksPerSm = 4;
+// Automatic split (spec/operator.md §11 leaves it to the backend): the fewest partitions whose
+// blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
+// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge:
+// on the H200, B 32 x 8 KV heads ran 781 us unsplit against 796 us with 2 partitions, B 8 220 us
+// with 4 against 243 us with 8, NOTES.md); partitions of at least
+// kMinPartitionKeys, at most kMaxPartitions. Depends on the shape and the multiprocessor count
+// only.
 constexpr int64_t kMinPartitionKeys = 512;
 constexpr int64_t kMaxPartitions = 64;
+
+int64_t blocks_per_sm(int32_t head_dim) {
+#if PACTS_HIP_MATRIX_UNIT
+  switch (head_dim) {
+    case 64: return detail::MmaShape<64, false>::kBlocksPerSm;
+    case 128: return detail::MmaShape<128, false>::kBlocksPerSm;
+    default: return detail::MmaShape<256, false>::kBlocksPerSm;
+  }
+#else
+  (void)head_dim;
+  return 4;
+#endif
+}
 
 int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int64_t row_tiles,
                              int64_t max_keys) {
   const int64_t units = int64_t{p.batch} * p.num_kv_heads * row_tiles;
-  const int64_t target = kBlocksPerSm * std::max<int32_t>(dev.multiprocessors, 1);
-  if (units == 0 || units >= target || max_keys <= kMinPartitionKeys) return 1;
-  return std::min({ceil_div(target, units), ceil_div(max_keys, kMinPartitionKeys), kMaxPartitions});
+  const int64_t slots = blocks_per_sm(p.head_dim) * std::max<int32_t>(dev.multiprocessors, 1);
+  if (units == 0 || units >= slots || max_keys <= kMinPartitionKeys) return 1;
+  const int64_t limit = std::min(ceil_div(max_keys, kMinPartitionKeys), kMaxPartitions);
+  for (int64_t parts = 1; parts < limit; ++parts) {
+    const int64_t blocks = units * parts;
+    if (blocks * 10 >= ceil_div(blocks, slots) * slots * 9) return parts;
+  }
+  return limit;
 }
 
 bool is16(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
@@ -65,16 +97,24 @@ detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& 
   return pp;
 }
 
-template <int D, pacts_format kFormat>
+template <int D, pacts_format kFormat, bool kSplitV>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
-  // Dynamic shared memory: D = 256 needs more than the 48 KiB a block gets by default on NVIDIA
-  // (trap 5); every size here is below gfx942's 64 KiB.
+  // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
+  // asked for; every size here is at most gfx942's 64 KiB.
+#if PACTS_HIP_MATRIX_UNIT
+  constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV>));
+  constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
+  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV>;
+#else
+  static_assert(!kSplitV);
   constexpr int kSmem = static_cast<int>(sizeof(detail::Smem<D>));
+  constexpr int kTileThreads = detail::kThreads;
+  const auto tile_kernel = detail::split_kv_kernel<D, kFormat>;
+#endif
   static_assert(kSmem <= 64 * 1024, "the tile kernel must fit gfx942's 64 KiB of LDS");
-  if (kSmem > 48 * 1024)
-    PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(detail::split_kv_kernel<D, kFormat>, kSmem));
-  hipLaunchKernelGGL((detail::split_kv_kernel<D, kFormat>), dim3(static_cast<uint32_t>(items)),
-                     dim3(detail::kThreads), kSmem, stream, prm);
+  if (kSmem > 48 * 1024) PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(tile_kernel, kSmem));
+  hipLaunchKernelGGL(tile_kernel, dim3(static_cast<uint32_t>(items)), dim3(kTileThreads), kSmem,
+                     stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
   if (prm.partitions == 1) return spec::Status::ok();
   hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_items)),
@@ -86,9 +126,18 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 template <int D>
 spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
+#if PACTS_HIP_MATRIX_UNIT
+  // V reaches the MMA in three bf16 parts unless it is bf16 without a scale (src/kernel_mma.h).
   if (prm.kv_format == PACTS_FORMAT_FP16)
-    return launch<D, PACTS_FORMAT_FP16>(prm, items, merge_items, stream);
-  return launch<D, PACTS_FORMAT_BF16>(prm, items, merge_items, stream);
+    return launch<D, PACTS_FORMAT_FP16, true>(prm, items, merge_items, stream);
+  if (prm.v.scale_mode != PACTS_SCALE_NONE)
+    return launch<D, PACTS_FORMAT_BF16, true>(prm, items, merge_items, stream);
+  return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
+#else
+  if (prm.kv_format == PACTS_FORMAT_FP16)
+    return launch<D, PACTS_FORMAT_FP16, false>(prm, items, merge_items, stream);
+  return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
+#endif
 }
 
 }  // namespace
@@ -110,19 +159,41 @@ spec::Result<DeviceInfo> device(int32_t ordinal) {
 
 spec::Requirements requirements() { return {}; }
 
-// spec/tolerance.md §2, what these kernels really do (the host kernels' numerics, with the
-// device's libm):
-//   u_logit   fp32: dequantisation * scale (one rounding), q~ = (q * q_scale) * tau, fp32 dot
-//             product in a fixed order over d (products may be fused: no larger error)
-//   u_q       0: Q is not requantised
-//   u_p       2^-24: P = expf(s - shift) kept in fp32
-//   u_acc     2^-24: fp32 P.V and denominator, blocked per tile (16 or 32 keys)
-//   u_partial 2^-24: partials stored in fp32, merged in binary64
+// spec/tolerance.md §2, what these kernels really do.
+//
+// Matrix-unit kernel (src/kernel_mma.h, NVIDIA mma.sync bf16 -> fp32):
+//   u_q       2^-7 + 2^-16 = (1 + 2^-8)^2 - 1: both operands of every Q.K product are rounded
+//             once to bf16 (RNE): q~ = fold_query(q) in fp32, then bf16; a K element of an fp16
+//             pool or with a scale is decoded, scaled in fp32 and then rounded to bf16 (a bf16
+//             pool without a scale is used as stored: exact). The bound charges the worst case,
+//             both operands rounded (spec/tolerance.md §2, u_q). bf16 has fp32's exponent range,
+//             so inside the range contract neither rounding overflows (R1, R3: <= 2^126).
+//   u_p       2^-8 would do: P = expf(s - shift) in fp32 rounded to bf16; V is not rounded (bf16
+//             codes as stored, or an fp16 / scaled element as the exact sum of three bf16 parts,
+//             src/kernel_mma.h). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
+//             per backend, and it leaves room for a V part below bf16's normal range (a scaled V
+//             under 2^-110 is not split exactly).
+//   eta_p     2^-133: P's absolute rounding below bf16's normal range is at most 2^-134 (half the
+//             smallest subnormal), times 1 + u_V for a rounded V (spec/tolerance.md §3.3): 2^-133
+//   p_rounded_in_denominator  false: l sums the fp32 P, before its rounding
+//   u_logit   2^-22, u_acc 2^-21: the tensor core adds the products of an MMA step to the fp32
+//             accumulator with alignment to the largest exponent and truncation (Fasi, Higham,
+//             Mikaitis, Pranesh, "Numerical behavior of NVIDIA tensor cores", PeerJ CS 2021):
+//             one unit of 2^-23 per addition, charged as 2^-22 (twice the fp32 roundoff) in the
+//             gamma terms; a split V adds each key three times (hi, mid, lo): 2^-21. The scale
+//             products of fold_query and the softmax arithmetic are plain fp32 and within it
+//   u_partial 2^-24: partials stored in fp32; the warps' states and the partitions are merged in
+//             binary64
 //   eps_exp   4 * 2^-24: CUDA expf is within 2 ulp (Programming Guide, Table of single-precision
 //             functions), the rescale difference is exact (two_sum)
 //   eps_tanh  4 * 2^-24: CUDA tanhf within 2 ulp
 //   eps_log   2^-40: log and exp in binary64 (1 ulp)
-//   ftz       false: built without fast math (nvcc's default -ftz=false), subnormals kept
+//   ftz       false: built without fast math (nvcc's default -ftz=false); the tensor cores keep
+//             bf16 subnormals
+//
+// CUDA-core kernel (src/kernel.h, AMD until an MFMA kernel exists): the host kernels' numerics,
+// with the device's libm: fp32 throughout (u_logit = u_p = u_acc = u_partial = 2^-24, u_q = 0),
+// the same eps_* and ftz.
 spec::NumericsProfile profile() {
   spec::NumericsProfile prof = spec::fp32_profile();
   prof.name = "hip-fp32";
@@ -131,6 +202,16 @@ spec::NumericsProfile profile() {
   prof.eps_tanh = 4.0 * std::ldexp(1.0, -24);
   prof.eps_log = std::ldexp(1.0, -40);
   prof.ftz = false;
+#if PACTS_HIP_MATRIX_UNIT
+  const double u_bf16 = std::ldexp(1.0, -8);
+  prof.name = "hip-mma-bf16";
+  prof.u_q = (1 + u_bf16) * (1 + u_bf16) - 1;
+  prof.u_p = (1 + u_bf16) * (1 + u_bf16) - 1;
+  prof.eta_p = std::ldexp(1.0, -133);
+  prof.p_rounded_in_denominator = false;
+  prof.u_logit = std::ldexp(1.0, -22);
+  prof.u_acc = std::ldexp(1.0, -21);
+#endif
   return prof;
 }
 
@@ -199,7 +280,11 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
   if (partitions > 1 && !config::workspace_bytes_for(problem, partitions, &out.workspace_bytes))
     return spec::out_of_range("workspace of " + std::to_string(partitions) +
                               " partitions: more than 2^63 bytes; give fewer partitions");
-  out.variant = "hip/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
+  out.variant = std::string(PACTS_HIP_MATRIX_UNIT ? "hip-mma" : "hip") +
+#if defined(PACTS_UNSAFE_UNMASKED)
+                "-UNSAFE-unmasked" +
+#endif
+                "/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
                 "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct");
   return out;
 }
@@ -222,7 +307,7 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
     if (!config::workspace_bytes_for(p, plan.num_partitions, &need) || plan.workspace_bytes != need)
       return spec::invalid_argument("plan: workspace_bytes " + std::to_string(plan.workspace_bytes) +
                                     " does not match the plan");
-    if (workspace_bytes < need || workspace == nullptr)
+    if (workspace_bytes < need || (need > 0 && workspace == nullptr))  // batch 0 needs none
       return spec::invalid_argument("workspace_bytes " + std::to_string(workspace_bytes) +
                                     ": the plan needs " + std::to_string(need) + " bytes");
     if (reinterpret_cast<uintptr_t>(workspace) % alignof(float) != 0)

@@ -13,7 +13,8 @@
 // item's keys are zeroed by assignment); (2) thread per (key, rows): the logits, fixed-order fp32
 // dot products; (3) warp per row: soft-cap, tile max, the common::SoftmaxState step, P in fp32;
 // (4) thread per (4 dims, rows): the tile's P.V over the row's visible keys only, into register
-// accumulators. CUDA cores only: the mma.sync / MFMA version is the next step (see the report).
+// accumulators. CUDA cores only: the AMD path until an MFMA kernel exists; NVIDIA runs the
+// matrix-unit kernel of src/kernel_mma.h, which shares this file's helpers and merge_kernel.
 //
 // Poison-proof by construction (spec/contract.md §1, §5): block-table entries, K/V rows and scales
 // are read for owned keys only (U_b cut to the partition); a row's P.V runs over its own visible
@@ -128,14 +129,15 @@ __device__ inline void report(const Params& p, uint32_t error) {
 }
 
 // spec/contract.md §4 (invalid sequence: NaN rows) and §10 (empty row: +0, LSE -inf), for the
-// rows [r0, r0 + rows) of the item, cooperatively.
+// rows [r0, r0 + rows) of the item, cooperatively; bit r of `nonempty`: row r has keys (those rows
+// are left alone unless `invalid`).
 template <int D>
 __device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, int32_t r0,
-                                   int32_t rows, bool invalid, const Smem<D>* sm) {
+                                   int32_t rows, bool invalid, uint32_t nonempty) {
   const uint32_t code = invalid ? common::output_nan(p.out_format) : 0u;
   for (int idx = threadIdx.x; idx < rows * D; idx += blockDim.x) {
     const int r = idx / D, d = idx % D;
-    if (!invalid && !sm->visible[r].empty()) continue;
+    if (!invalid && ((nonempty >> r) & 1u)) continue;
     const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
     store_out(p, out_at(p, b, i, h) + d, code);
     if (d == 0) store_lse(p, b, i, h, invalid ? 0x7FC00000u : 0xFF800000u);
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
   const SeqCheck seq = check_sequence(p, b);
   if (seq.error != 0) {
     if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
-    store_special_rows<D>(p, b, kv_head, r0, rows, true, &sm);
+    store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);
     if (t == 0) report(p, seq.error);
     return;
   }
@@ -395,7 +397,9 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
       store_out(p, at + x,
                 common::round_to_output(p.out_format, static_cast<double>(acc[m][x]) * sm.factor[r]));
   }
-  store_special_rows<D>(p, b, kv_head, r0, rows, false, &sm);
+  uint32_t nonempty = 0;
+  for (int r = 0; r < rows; ++r) nonempty |= sm.visible[r].empty() ? 0u : 1u << r;
+  store_special_rows<D>(p, b, kv_head, r0, rows, false, nonempty);
 }
 
 // Merges the partials of one (sequence, KV head, row tile) in partition order.

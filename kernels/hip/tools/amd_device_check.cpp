@@ -2,7 +2,8 @@
 //   clang++-22 -x hip --offload-arch=gfx942 --offload-device-only -nogpuinc -nogpulib -O3
 //     -std=c++20 -DPACTS_AMD_DEVICE_CHECK -I kernels -I kernels/hip -I kernels/include
 //     -I spec/include -c kernels/hip/tools/amd_device_check.cpp
-// Compile-checked only: nothing here has run on an AMD GPU.
+// Compile-checked only: nothing here has run on an AMD GPU. The NVIDIA matrix-unit kernel
+// (src/kernel_mma.h) has no AMD version yet (NOTES.md): AMD runs these CUDA-core kernels.
 #include "src/kernel.h"
 
 namespace pacts::kernels::hip::detail {

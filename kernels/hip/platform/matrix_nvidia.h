@@ -1,0 +1,78 @@
+// pacts HIP platform layer, NVIDIA side: the matrix-unit and asynchronous-copy instructions of
+// the tensor-core tile kernel (src/kernel_mma.h), as inline PTX for sm_80 and later (the build
+// targets sm_90). Include "platform/gpu.h", never this file: it is the only place that names
+// these instructions, so nothing outside platform/ knows the vendor.
+//
+// Operand layouts are those of the PTX ISA, "Matrix fragments for mma.m16n8k16" (bf16): per
+// lane g = lane / 4, q = lane % 4,
+//   A (16 x 16, row major)  a0: (g, 2q..2q+1)  a1: (g+8, 2q..)  a2: (g, 2q+8..)  a3: (g+8, 2q+8..)
+//   B (16 x 8, "col")       b0: (k 2q..2q+1, n g)  b1: (k 2q+8.., n g)
+//   C (16 x 8, fp32)        c0,c1: (g, 2q..2q+1)  c2,c3: (g+8, 2q..2q+1)
+// and ldmatrix: lanes 8m..8m+7 name the 8 row addresses (16 bytes each) of matrix m; lane l
+// receives of each matrix the two elements (l / 4, 2 (l % 4)..+1), or with .trans the two
+// elements (2 (l % 4)..+1, l / 4).
+#pragma once
+
+#include <cstdint>
+
+// The tile kernel of src/kernel_mma.h exists for this vendor (gpu.h defines 0 for the others).
+#define PACTS_HIP_MATRIX_UNIT 1
+
+namespace pacts::gpu {
+
+// A 32-bit shared-memory address (the state space of ldmatrix and cp.async).
+__device__ inline uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without registers, bypassing L1 (.cg): every KV byte is read once.
+__device__ inline void cp_async16(void* smem_dst, const void* global_src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem_dst)),
+               "l"(global_src)
+               : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ inline void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+}  // namespace pacts::gpu
+
+// Lane `src`'s value of x; whether any lane's flag is set (whole warp).
+#define PACTS_SHFL(x, src) __shfl_sync(0xFFFFFFFFu, (x), (src))
+#define PACTS_ANY(flag) (__any_sync(0xFFFFFFFFu, (flag)) != 0)
+
+namespace pacts::gpu {
+
+__device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row)));
+}
+__device__ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row)));
+}
+
+// c += A . B, bf16 operands, fp32 accumulation (mma.sync m16n8k16).
+__device__ inline void mma_bf16_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                      uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two fp32 values rounded to nearest even to bf16 (NaN stays NaN, overflow gives Inf), packed
+// with `lo` in the low half: the element of the lower column index of a fragment pair.
+__device__ inline uint32_t pack_bf16x2_rn(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+}  // namespace pacts::gpu

@@ -1,0 +1,518 @@
+// The matrix-unit tile kernel of the HIP decode (NVIDIA mma.sync m16n8k16, bf16 operands, fp32
+// accumulation): the algorithm of pacts/decode.h with the math of kernels/common/, for the
+// vendors whose platform layer sets PACTS_HIP_MATRIX_UNIT (platform/matrix_nvidia.h). Internal to
+// kernels/hip/; NOTES.md has the design, the numerics and the figures.
+//
+//   split_kv_mma_kernel  one block per work item (sequence, KV head, partition, row tile), as
+//                        split_kv_kernel (src/kernel.h), whose merge kernel it shares.
+//
+// Structure. The item's rows (G * L of them, at most 16) are the M = 16 of the MMA; Q~ (fold_query,
+// rounded once to bf16) stays in registers as A fragments (D 256: read from shared memory per
+// tile). The partition's keys are cut into
+// tiles of kKeys = 16 keys; warp w takes tiles w, w + kWarps, ... and keeps its own online-softmax
+// state (m, l per row) and accumulator (16 x D fp32 in C fragments). A warp streams its tiles
+// through its own shared-memory stages: K and V rows stay 16-bit (bf16) there, XOR-swizzled
+// by 16-byte chunk so that ldmatrix and the 16-byte stores are conflict-free; bf16 pools without a
+// scale move by cp.async, two stages (the next tile is in flight while the current one is
+// computed). fp16 or scaled pools (one stage) are decoded and scaled in fp32 (common::scaled: the
+// scale before any product with Q, spec/contract.md §2.1 order 2): K rounded once to bf16, V kept
+// in fp32 and fed as three exact bf16 parts (stage_tile). Per tile: S = Q~ K^T (2 x D/16 MMAs),
+// soft-cap, the row max over the quad, common::SoftmaxState, P = expf(s - shift) in fp32 (summed
+// in fp32 into l), P rounded to bf16 as the A operand of P.V (D/8 MMAs, x3 split). No block-wide barrier in
+// the loop. At the end the warps' states are combined in binary64, in warp order, with
+// common::merge (the partition merge's math): the result depends on the plan only (PACTS-META-2).
+//
+// Poison-proof by construction (spec/contract.md §1, §5): a K/V slot is loaded only for an owned
+// key of the item (the span: the union of the rows' visible keys in the partition), block-table
+// entries are read for those keys only, and every other slot of a stage is written with zeros by
+// the kernel, so its P (0 by selection) meets a zero, never unowned bytes. A key that one row of
+// the tile sees and another does not is owned data: its P is 0 by selection for the row that does
+// not see it (finite owned values give exact zeros; an owned NaN there is outside the contract,
+// §2.3, and can reach that row through 0 * NaN: NOTES.md).
+//
+// PACTS_UNSAFE_UNMASKED (never in a production target, NOTES.md): every slot of a tile is loaded
+// through its block-table entry, owned or not, and no slot is zero-filled. Only for timing the
+// cost of the masking on valid inputs (issue 8).
+#pragma once
+
+#include "src/kernel.h"
+
+namespace pacts::kernels::hip::detail {
+
+// kSplitV: V is staged as scaled fp32 values and reaches the MMA as three bf16 parts (the pool
+// is fp16 or scaled); otherwise V is the pool's own bf16 codes. Both keep the same warps and
+// the same key-to-warp assignment, so scaling V by 2^k through a scale gives exactly 2^k times
+// the unscaled result (PACTS-ACC-4: the parts mid and lo of such values are 0).
+template <int D, bool kSplitV>
+struct MmaShape {
+  // D = 256: one warp per block, Q~ read from shared memory per tile (its fragments and the
+  // 16 x 256 accumulator do not both fit in registers); otherwise Q~ stays in registers.
+  static constexpr bool kQInRegisters = D <= 128;
+  static constexpr int kWarps = D == 256 ? 1 : 4;
+  static constexpr int kThreads = kWarps * gpu::kWarpSize;
+  // Blocks that share a multiprocessor of the H200 (registers, shared memory): the plan's slots.
+  static constexpr int kBlocksPerSm = D == 256 ? 5 : D == 128 ? 2 : 3;
+  static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
+  static constexpr int kVParts = kSplitV ? 3 : 1;
+  // Two stages where the copies are asynchronous (cp.async); a converted tile is stored by the
+  // warp itself before it is used, so one stage.
+  static constexpr int kStages = kSplitV ? 1 : 2;
+  static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
+  static constexpr int kTileElems = kKeys * D;
+  // 16-bit elements of a stage: K, then V (bf16) or (split) V in fp32 with rows of kVStride
+  // floats (padded: the fragment loads of a warp hit 32 distinct banks) and the fp32 P of the
+  // tile (16 x 16).
+  static constexpr int kVStride = D + 4;
+  static constexpr int kPAt = kTileElems + 2 * kKeys * kVStride;
+  static constexpr int kStageElems = kSplitV ? kPAt + 2 * kMaxRows * kKeys : 2 * kTileElems;
+  static constexpr int kLoads = kKeys * kChunks / gpu::kWarpSize;  // chunks per lane per pool
+  static constexpr int kKSteps = D / 16;  // MMAs along d for Q.K^T
+  static constexpr int kDTiles = D / 8;   // N-tiles of P.V
+  static_assert(kKeys * kChunks % gpu::kWarpSize == 0 && kChunks >= 8);
+};
+
+template <int D, bool kSplitV>
+struct MmaSmem {
+  using S = MmaShape<D, kSplitV>;
+  struct Final {  // after the key loop: each warp's state, then the binary64 merge weights
+    float acc[S::kWarps][kMaxRows * D];
+    float m[S::kWarps][kMaxRows], l[S::kWarps][kMaxRows];
+    double self[S::kWarps][kMaxRows], other[S::kWarps][kMaxRows];
+    bool use_other[S::kWarps][kMaxRows];
+    double factor[kMaxRows];
+  };
+  // Per warp and stage the K tile and the V part tiles (bf16); Q~ (bf16) behind them when it is
+  // read from shared memory all along, else in the first stage before the loop.
+  static constexpr int kStagesElems = S::kWarps * S::kStages * S::kStageElems;
+  static constexpr int kQAt = S::kQInRegisters ? 0 : kStagesElems;
+  union {
+    alignas(16) uint16_t buf[kStagesElems + (S::kQInRegisters ? 0 : kMaxRows * D)];
+    Final fin;
+  } u;
+  __device__ uint16_t* stage(int warp) { return u.buf + warp * S::kStages * S::kStageElems; }
+  __device__ uint16_t* q() { return u.buf + kQAt; }
+};
+
+// Element offset of (row, chunk) in a 16-bit tile of rows of D elements: the chunk is XORed with
+// row % 8, so the 8 rows an ldmatrix phase reads (and 8 consecutive chunks of a row that a store
+// phase writes) fall in 8 distinct 16-byte bank groups.
+template <int D>
+__device__ inline int swz(int row, int chunk) {
+  return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+// 8 codes of a pool at `src`: one 16-byte load when aligned, element loads otherwise (odd strides
+// or base, spec/refusals.md §4, alignment 1).
+__device__ inline uint4 load8(const uint16_t* src) {
+  if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) return *reinterpret_cast<const uint4*>(src);
+  uint16_t e[8];
+#pragma unroll
+  for (int x = 0; x < 8; ++x) e[x] = src[x];
+  uint4 r;
+  memcpy(&r, e, sizeof r);
+  return r;
+}
+
+// 8 scaled elements (common::scaled: decoded, times the scale, one fp32 rounding; spec/contract.md
+// §2.1 order 2) of the codes in `c`.
+template <pacts_format kFormat>
+__device__ inline void scale8(uint4 c, float scale, float (&x)[8]) {
+  uint16_t e[8];
+  memcpy(e, &c, sizeof e);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode16<kFormat>(e[i]), scale);
+}
+
+// A non-zero V element below 2^-102: its bf16 parts could fall below bf16's normal range, so it
+// takes the CUDA-core path instead (stage_tile, split only).
+__device__ inline bool is_tiny(float v) { return v != 0.0f && fabsf(v) < 0x1p-102f; }
+
+// x - r for r = x rounded: exact in fp32. An infinite or NaN r (an owned Inf or NaN, outside the
+// contract) leaves 0, so the value stays in the first part alone (no inf - inf = NaN).
+__device__ inline float residual(float x, float r) { return r - r == 0.0f ? x - r : 0.0f; }
+
+// The bf16 (RNE) codes of 8 fp32 values, and the values replaced by their residuals.
+__device__ inline uint4 round8(float (&x)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    w[i] = gpu::pack_bf16x2_rn(x[2 * i], x[2 * i + 1]);
+    x[2 * i] = residual(x[2 * i], common::bf16_to_float(static_cast<uint16_t>(w[i] & 0xFFFFu)));
+    x[2 * i + 1] = residual(x[2 * i + 1], common::bf16_to_float(static_cast<uint16_t>(w[i] >> 16)));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The block-table entry and the in-page slot of key t0 + lane for lanes < kKeys, packed as
+// (page << 32 | slot), or -1: a key outside `owned` (its entry is never read) or a lane >= kKeys.
+// One load per lane and tile; stage_tile hands the entries to the lanes by shuffles.
+template <int kKeys>
+__device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, KeyRange owned,
+                                     int lane) {
+  const int64_t j = t0 + lane;
+#if defined(PACTS_UNSAFE_UNMASKED)
+  owned.begin = t0 - t0 % kKeys;  // the whole tile of any key in the span: no ownership test
+  owned.end = owned.end + kKeys - 1 - (owned.end - 1) % kKeys;
+#endif
+  if (lane >= kKeys || !owned.contains(j)) return -1;
+  const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+  return page << 32 | (j % p.page_size);
+}
+
+// The warp's stores of tile [t0, t0 + kKeys) into `stage`, from the lanes' slot_entry values.
+// Slots outside the owned keys are zeroed by the kernel (their entries, rows and scales are never
+// read). Returns, to every lane, whether the tile holds a tiny V element (split only).
+//   K: bf16 codes without a scale as they are (cp.async when aligned); otherwise scaled in fp32
+//      and rounded once to bf16 (profile: u_q).
+//   V: without kSplitV the bf16 codes as they are; with it the scaled fp32 value v is stored as
+//      v = hi + mid + lo, each bf16 (hi = RNE(v), mid = RNE(v - hi), lo = v - hi - mid), exact
+//      for every fp32 v with |v| >= 2^-102 (24 significant bits = 3 x 8, every part a normal
+//      bf16 or 0); a non-zero v below 2^-102 ("tiny", down to the fp32 subnormals) goes to an
+//      fp32 tile instead and is added on the CUDA cores (mma_tile). So P.V sees V unrounded
+//      (PACTS-ACC-3: a single key's output is RNE(v) exactly).
+template <int D, pacts_format kFormat, bool kSplitV>
+__device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
+                           int lane) {
+  using S = MmaShape<D, kSplitV>;
+  const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
+  bool tiny = false;
+#pragma unroll 2
+  for (int n = 0; n < S::kLoads; ++n) {
+    const int idx = lane + n * gpu::kWarpSize;
+    const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
+    uint16_t* kd = stage + swz<D>(slot, chunk);
+    uint16_t* vd = kd + S::kTileElems;  // bf16 V (not split)
+    float* vf = reinterpret_cast<float*>(stage + S::kTileElems) + slot * S::kVStride + chunk * 8;
+    const int64_t e = PACTS_SHFL(entry, slot);
+    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+      if constexpr (kSplitV) {
+        *reinterpret_cast<float4*>(vf) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *reinterpret_cast<float4*>(vf + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      } else {
+        *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+      }
+      continue;
+    }
+    const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+    const int64_t col = int64_t{chunk} * 8;
+    const uint16_t* ks = reinterpret_cast<const uint16_t*>(p.k.data) + page * p.k.s_page +
+                         kv_head * p.k.s_head + in_page * p.k.s_tok + col;
+    const uint16_t* vs = reinterpret_cast<const uint16_t*>(p.v.data) + page * p.v.s_page +
+                         kv_head * p.v.s_head + in_page * p.v.s_tok + col;
+    if (raw_k && (reinterpret_cast<uintptr_t>(ks) & 15u) == 0) {
+      gpu::cp_async16(kd, ks);
+    } else if (raw_k) {
+      *reinterpret_cast<uint4*>(kd) = load8(ks);
+    } else {
+      float x[8];
+      scale8<kFormat>(load8(ks), key_scale(p, p.k, kv_head, page, in_page), x);
+      *reinterpret_cast<uint4*>(kd) = round8(x);
+    }
+    if constexpr (!kSplitV) {  // the host picks kSplitV unless V is bf16 without a scale
+      if ((reinterpret_cast<uintptr_t>(vs) & 15u) == 0) {
+        gpu::cp_async16(vd, vs);
+      } else {
+        *reinterpret_cast<uint4*>(vd) = load8(vs);
+      }
+    } else {
+      float x[8];
+      scale8<kFormat>(load8(vs), key_scale(p, p.v, kv_head, page, in_page), x);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) tiny |= is_tiny(x[i]);
+      *reinterpret_cast<float4*>(vf) = make_float4(x[0], x[1], x[2], x[3]);
+      *reinterpret_cast<float4*>(vf + 4) = make_float4(x[4], x[5], x[6], x[7]);
+    }
+  }
+  return PACTS_ANY(tiny);
+}
+
+template <int D, pacts_format kFormat, bool kSplitV>
+__global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
+                                  MmaShape<D, kSplitV>::kBlocksPerSm)
+split_kv_mma_kernel(const Params p) {
+  using S = MmaShape<D, kSplitV>;
+  extern __shared__ float4 smem_raw[];
+  MmaSmem<D, kSplitV>& sm = *reinterpret_cast<MmaSmem<D, kSplitV>*>(smem_raw);
+  int64_t item = blockIdx.x;
+  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
+  item /= p.row_tiles;
+  const int64_t z = item % p.partitions;
+  item /= p.partitions;
+  const int64_t kv_head = item % p.num_kv_heads;
+  const int64_t b = item / p.num_kv_heads;
+  const int32_t r0 = row_tile * p.rows_per_item;
+  const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const bool direct = p.partitions == 1;
+  const int t = threadIdx.x, warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
+  const int g = lane / 4, q4 = lane % 4;  // fragment row and column pair (matrix_nvidia.h)
+
+  const SeqCheck seq = check_sequence(p, b);
+  if (seq.error != 0) {
+    if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
+    store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);
+    if (t == 0) report(p, seq.error);
+    return;
+  }
+  const KeyRange part =
+      direct ? seq.keys
+             : common::intersect(common::partition_keys(z, p.partition_size), seq.keys);
+  // The rows' visible keys in the partition (spec/operator.md §5-§6), the non-empty rows and
+  // their union (the owned keys this item loads): from n_b, L, W and the plan only.
+  const auto visible = [&](int r) -> KeyRange {
+    if (r >= rows) return {0, 0};
+    return common::intersect(
+        common::row_keys(seq.context, p.q_len, p.window, (r0 + r) / p.group), part);
+  };
+  KeyRange span{INT64_MAX, INT64_MIN};
+  uint32_t nonempty = 0;
+  for (int r = 0; r < rows; ++r) {
+    const KeyRange v = visible(r);
+    if (v.empty()) continue;
+    nonempty |= 1u << r;
+    span.begin = min(span.begin, v.begin);
+    span.end = max(span.end, v.end);
+  }
+  const KeyRange vis[2] = {visible(g), visible(g + 8)};
+
+  // Q~ of the non-empty rows (common::fold_query in fp32, then bf16); zeros elsewhere.
+  uint16_t* const q_smem = sm.q();
+  for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
+    const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
+    float x[2] = {0.0f, 0.0f};
+    if ((nonempty >> r) & 1u) {
+      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+      const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
+      const uint16_t* q = reinterpret_cast<const uint16_t*>(p.q) + at;
+      for (int e = 0; e < 2; ++e)
+        x[e] = common::fold_query(decode_q(p.q_format, q[e]), p.q_scale, p.softmax_scale);
+    }
+    *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, d / 8) + d % 8]) = gpu::pack_bf16x2_rn(x[0], x[1]);
+  }
+  __syncthreads();
+  const int q_row = lane % 8 + ((lane / 8) % 2) * 8, q_chunk = lane / 16;
+  uint32_t qa[S::kQInRegisters ? S::kKSteps : 1][4];
+  if constexpr (S::kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < S::kKSteps; ++kk)
+      gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+    __syncthreads();  // the stages reuse Q~'s shared memory
+  }
+
+  float acc[S::kDTiles][4];
+#pragma unroll
+  for (int n = 0; n < S::kDTiles; ++n)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) acc[n][x] = 0.0f;
+  common::SoftmaxState state[2];  // rows g and g + 8
+
+  const int64_t first = span.empty() ? 0 : span.begin / S::kKeys;
+  const int64_t last = span.empty() ? 0 : (span.end + S::kKeys - 1) / S::kKeys;
+  uint16_t* const stages = sm.stage(warp);  // stage s at stages + s * S::kStageElems
+  int64_t tile = first + warp;
+  int s = 0;
+  bool tiny = false;
+  const auto entry_of = [&](int64_t tl) {
+    return tl < last ? slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, lane) : int64_t{-1};
+  };
+  // Two stages: the block-table entries of a tile are loaded one tile before its copies are
+  // issued, and the copies one tile before it is computed.
+  int64_t entry = entry_of(tile);
+  if constexpr (S::kStages == 2) {
+    if (tile < last) stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages, lane);
+    gpu::cp_async_commit();
+    entry = entry_of(tile + S::kWarps);
+  }
+  const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
+  const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
+  for (; tile < last; tile += S::kWarps) {
+    if constexpr (S::kStages == 2) {  // the next tile in flight while this one is computed
+      if (tile + S::kWarps < last) {
+        PACTS_WARP_SYNC();  // every lane is done with stage s ^ 1 (the previous tile)
+        stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages + (s ^ 1) * S::kStageElems,
+                                        lane);
+      }
+      gpu::cp_async_commit();
+      entry = entry_of(tile + 2 * S::kWarps);
+      gpu::cp_async_wait<1>();
+    } else {
+      PACTS_WARP_SYNC();  // every lane is done with the stage (the previous tile)
+      tiny = stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages, lane);
+      gpu::cp_async_commit();
+      entry = entry_of(tile + S::kWarps);
+      gpu::cp_async_wait<0>();
+    }
+    PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
+    const uint16_t* kt = stages + s * S::kStageElems;
+    const uint16_t* vt = kt + S::kTileElems;
+    if constexpr (S::kStages == 2) s ^= 1;
+
+    // S = Q~ K^T: two N-tiles of 8 keys.
+    float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+    for (int kk = 0; kk < S::kKSteps; ++kk) {
+      uint32_t bk[4];
+      gpu::ldmatrix_x4(bk, kt + swz<D>(k_row, 2 * kk + k_chunk));
+      const int qk = S::kQInRegisters ? kk : 0;
+      if constexpr (!S::kQInRegisters) gpu::ldmatrix_x4(qa[0], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+      gpu::mma_bf16_16816(sc[0], qa[qk], bk[0], bk[1]);
+      gpu::mma_bf16_16816(sc[1], qa[qk], bk[2], bk[3]);
+    }
+    // Softmax step per row half h (row g + 8 h): keys nt * 8 + 2 q4 + e of the tile.
+    const int64_t t0 = tile * S::kKeys;
+    uint32_t pa[4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // The row's visible keys as tile columns [ja, jb) (clamped to the tile).
+      const auto column = [&](int64_t j) {
+        return static_cast<int>(j < t0 ? 0 : (j - t0 > S::kKeys ? S::kKeys : j - t0));
+      };
+      const int ja = column(vis[h].begin), jb = column(vis[h].end);
+      float sv[4], pv[4];
+      bool in[4];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int nt = x / 2, e = x % 2, col = nt * 8 + 2 * q4 + e;
+        in[x] = col >= ja && col < jb;
+        sv[x] = sc[nt][2 * h + e];
+        if (in[x] && p.softcap > 0.0f) sv[x] = common::soft_cap(sv[x], p.softcap);
+        if (in[x]) tile_max = common::max_finite(tile_max, sv[x]);
+      }
+      tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, 1));
+      tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, 2));
+      const common::TileStep step = state[h].begin_tile(tile_max);
+#pragma unroll
+      for (int x = 0; x < 4; ++x) pv[x] = in[x] ? expf(sv[x] - step.shift) : 0.0f;  // select
+      // The tile's sum in a fixed order; the butterfly leaves the same value in the quad.
+      float sum = (pv[0] + pv[1]) + (pv[2] + pv[3]);
+      sum += PACTS_SHFL_XOR(sum, 1);
+      sum += PACTS_SHFL_XOR(sum, 2);
+      state[h].add(sum);
+#pragma unroll
+      for (int n = 0; n < S::kDTiles; ++n) {
+        acc[n][2 * h] *= step.alpha;
+        acc[n][2 * h + 1] *= step.alpha;
+      }
+      pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
+      pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
+    }
+    // Tiny V elements (split only, stage_tile): acc += P t on the CUDA cores, with the same bf16
+    // P, in a fixed order over the tile's keys. P goes through the stage's P tile.
+    if constexpr (kSplitV) {
+      if (tiny) {
+        float* pt = reinterpret_cast<float*>(const_cast<uint16_t*>(kt) + S::kPAt);
+        const float* tt = reinterpret_cast<const float*>(vt);
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {  // pa[x]: row g + 8 (x % 2), keys 8 (x / 2) + 2 q4 + {0, 1}
+          const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
+          pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
+          pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
+        }
+        PACTS_WARP_SYNC();
+#pragma unroll
+        for (int n = 0; n < S::kDTiles; ++n)  // unrolled: acc stays in registers
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            const int r = g + 8 * (x / 2), col = n * 8 + 2 * q4 + x % 2;
+            float sum = 0.0f;
+#pragma unroll 1
+            for (int k = 0; k < S::kKeys; ++k) {
+              const float v = tt[k * S::kVStride + col];
+              sum += pt[r * S::kKeys + k] * (is_tiny(v) ? v : 0.0f);  // selection
+            }
+            acc[n][x] += sum;
+          }
+      }
+    }
+    // acc += P V. bf16 V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
+    // Split V: each lane reads its B fragment values (keys 2 q4, 2 q4 + 1, 2 q4 + 8, 2 q4 + 9 of
+    // dim n * 8 + g) in fp32 and feeds them as hi, mid and lo, in that order, tiny elements as 0.
+    if constexpr (!kSplitV) {
+#pragma unroll
+      for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
+        uint32_t bv[4];
+        gpu::ldmatrix_x4_trans(bv, vt + swz<D>(v_row, 2 * dp + v_chunk));
+        gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
+        gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
+      }
+    } else {
+      const float* vf = reinterpret_cast<const float*>(vt) + 2 * q4 * S::kVStride + g;
+#pragma unroll
+      for (int n = 0; n < S::kDTiles; ++n) {
+        float x[8];  // round8 works on 8: the 4 values and 4 zeros
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float v = vf[((i / 2) * 8 + i % 2) * S::kVStride + n * 8];
+          x[i] = is_tiny(v) ? 0.0f : v;
+          x[4 + i] = 0.0f;
+        }
+#pragma unroll 1
+        for (int part = 0; part < S::kVParts; ++part) {
+          const uint4 w = round8(x);  // w.x: keys 2 q4, 2 q4 + 1 (b0); w.y: + 8 (b1)
+          gpu::mma_bf16_16816(acc[n], pa, w.x, w.y);
+        }
+      }
+    }
+  }
+  gpu::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with the stages: they become the warps' final states
+
+  typename MmaSmem<D, kSplitV>::Final& fin = sm.u.fin;
+#pragma unroll
+  for (int n = 0; n < S::kDTiles; ++n)
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      fin.acc[warp][(g + 8 * (x / 2)) * D + n * 8 + 2 * q4 + x % 2] = acc[n][x];
+  if (q4 == 0) {
+    for (int h = 0; h < 2; ++h) {
+      fin.m[warp][g + 8 * h] = state[h].m;
+      fin.l[warp][g + 8 * h] = state[h].l;
+    }
+  }
+  __syncthreads();
+  // Thread per row: the warps' states merged in warp order, in binary64 (common::merge).
+  if (t < kMaxRows && ((nonempty >> t) & 1u)) {
+    common::MergeState ms;
+    for (int w = 0; w < S::kWarps; ++w) {
+      const common::MergeWeights mw = common::merge(ms, fin.m[w][t], fin.l[w][t]);
+      fin.self[w][t] = mw.use_self ? mw.self : 1.0;  // an unused self multiplies an exact 0
+      fin.other[w][t] = mw.other;
+      fin.use_other[w][t] = mw.use_other;
+    }
+    const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
+    if (direct) {
+      const float sink = p.has_sinks ? p.sinks[h] : 0.0f;
+      fin.factor[t] = common::output_factor(ms.m, ms.l, p.has_sinks, sink);
+      store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(ms.m, ms.l)));
+    } else {
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
+      p.ws_m[e] = static_cast<float>(ms.m);  // the largest of the warps' fp32 maxima: exact
+      p.ws_l[e] = static_cast<float>(ms.l);
+    }
+  } else if (t < rows && !direct) {
+    const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
+    p.ws_m[e] = -INFINITY;
+    p.ws_l[e] = 0.0f;
+  }
+  __syncthreads();
+  for (int idx = t; idx < rows * D; idx += S::kThreads) {
+    const int r = idx / D, d = idx % D;
+    if (!((nonempty >> r) & 1u)) continue;
+    double a = 0.0;
+    for (int w = 0; w < S::kWarps; ++w) {
+      a *= fin.self[w][r];
+      if (fin.use_other[w][r]) a += fin.other[w][r] * static_cast<double>(fin.acc[w][r * D + d]);
+    }
+    if (direct) {
+      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+      store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a * fin.factor[r]));
+    } else {
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
+      p.ws_acc[e * D + d] = static_cast<float>(a);  // element stores: 4-byte aligned workspace
+    }
+  }
+  if (direct) store_special_rows<D>(p, b, kv_head, r0, rows, false, nonempty);
+}
+
+}  // namespace pacts::kernels::hip::detail
