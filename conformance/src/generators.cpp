@@ -166,9 +166,12 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     // Structure, simplest first so that shrinking ends at batch 1, L 1, one KV head, G 1,
     // D 64, page 8, bf16, NHD, no options.
     const int batch_kind = pick_weighted<int>({{12, 0}, {1, 1}, {2, 2}});
-    s.batch = batch_kind == 0   ? *gen::inRange<int32_t>(1, 5)
-              : batch_kind == 1 ? 0
-                                : *gen::inRange<int32_t>(5, lim.max_batch + 1);
+    // Small batches, B = 0, and large ones up to the property's limit (a limit below 5 has none).
+    const int32_t small_max = std::min(4, lim.max_batch);
+    s.batch = batch_kind == 0   ? *gen::inRange<int32_t>(1, small_max + 1)
+              : batch_kind == 1 || lim.max_batch <= small_max
+                  ? (batch_kind == 1 ? 0 : small_max)
+                  : *gen::inRange<int32_t>(5, lim.max_batch + 1);
     const int l_kind = pick_weighted<int>({{6, 0}, {3, 1}, {1, 2}});
     s.q_len = std::max(lim.min_q_len, l_kind == 0   ? 1
                                       : l_kind == 1 ? *gen::inRange<int32_t>(2, 5)

@@ -58,6 +58,16 @@ class DeviceView {
 
   const pacts_view& view() const { return view_; }
 
+  // Gives back an allocation above `keep` bytes (PACTS-DEV-2's multi-GiB views must not stay
+  // allocated for the cases after them).
+  void trim(uint64_t keep) {
+    if (capacity_ <= keep) return;
+    kernels::hip::memory::release(base_);
+    base_ = nullptr;
+    capacity_ = 0;
+    view_ = {};
+  }
+
  private:
   uint8_t* base_ = nullptr;
   uint64_t capacity_ = 0;
@@ -200,8 +210,12 @@ class HipBackend final : public Backend {
     if (spec::Status s = mem::synchronize(); !s) return s;
     if (spec::Status s = mem::to_host(error, error_word_, sizeof(uint32_t)); !s) return s;
     if (spec::Status s = views_[8].download(host.out); !s) return s;
-    return views_[9].download(host.lse);
+    if (spec::Status s = views_[9].download(host.lse); !s) return s;
+    for (DeviceView& v : views_) v.trim(kKeepBytes);
+    return spec::Status::ok();
   }
+
+  static constexpr uint64_t kKeepBytes = uint64_t{1} << 30;
 
   kernels::DeviceInfo device_;
   int32_t ordinal_;

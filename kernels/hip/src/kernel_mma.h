@@ -276,19 +276,49 @@ split_kv_mma_kernel(const Params p) {
   const KeyRange vis[2] = {visible(g), visible(g + 8)};
 
   // Q~ of the non-empty rows (common::fold_query in fp32, then bf16); zeros elsewhere.
+  const auto q_pair = [&](int r, int d, float* x) {
+    x[0] = x[1] = 0.0f;
+    if (!((nonempty >> r) & 1u)) return;
+    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+    const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
+    const uint16_t* q = reinterpret_cast<const uint16_t*>(p.q) + at;
+    for (int e = 0; e < 2; ++e)
+      x[e] = common::fold_query(decode_q(p.q_format, q[e]), p.q_scale, p.softmax_scale);
+  };
+  // PACTS-EDGE-6: a tiny q_scale meeting huge K scales leaves a whole Q~ row near or below fp32's
+  // normal range, where bf16 keeps a few bits at most (its relative rounding u_q would not hold).
+  // Such a row is moved up by an exact power of two before the rounding (max |Q~| >= 2^-100) and
+  // its logits down by the same factor after the MMA: exact both ways, so the declared profile
+  // holds. Rows already in range keep factor 1.
+  __shared__ uint32_t row_max_bits[kMaxRows];
+  __shared__ float row_up[kMaxRows];
+  if (t < kMaxRows) row_max_bits[t] = 0u;
+  __syncthreads();
+  for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
+    float x[2];
+    q_pair(idx / (D / 2), 2 * (idx % (D / 2)), x);
+    // |x| as bits orders like the value (NaN above Inf, which leaves such a row alone).
+    atomicMax(&row_max_bits[idx / (D / 2)], __float_as_uint(fabsf(x[0])));
+    atomicMax(&row_max_bits[idx / (D / 2)], __float_as_uint(fabsf(x[1])));
+  }
+  __syncthreads();
+  if (t < kMaxRows) {
+    const float largest = __uint_as_float(row_max_bits[t]);
+    float up = 1.0f;
+    while (largest > 0.0f && largest * up < 0x1p-100f) up *= 0x1p8f;
+    row_up[t] = up;
+  }
+  __syncthreads();
   uint16_t* const q_smem = sm.q();
   for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
     const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
-    float x[2] = {0.0f, 0.0f};
-    if ((nonempty >> r) & 1u) {
-      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
-      const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
-      const uint16_t* q = reinterpret_cast<const uint16_t*>(p.q) + at;
-      for (int e = 0; e < 2; ++e)
-        x[e] = common::fold_query(decode_q(p.q_format, q[e]), p.q_scale, p.softmax_scale);
-    }
-    *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, d / 8) + d % 8]) = gpu::pack_bf16x2_rn(x[0], x[1]);
+    float x[2];
+    q_pair(r, d, x);
+    const float up = row_up[r];
+    *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, d / 8) + d % 8]) =
+        gpu::pack_bf16x2_rn(x[0] * up, x[1] * up);
   }
+  const float logit_down[2] = {1.0f / row_up[g], 1.0f / row_up[g + 8]};  // exact: powers of two
   __syncthreads();
   const int q_row = lane % 8 + ((lane / 8) % 2) * 8, q_chunk = lane / 16;
   uint32_t qa[S::kQInRegisters ? S::kKSteps : 1][4];
@@ -375,7 +405,7 @@ split_kv_mma_kernel(const Params p) {
       for (int x = 0; x < 4; ++x) {
         const int nt = x / 2, e = x % 2, col = nt * 8 + 2 * q4 + e;
         in[x] = col >= ja && col < jb;
-        sv[x] = sc[nt][2 * h + e];
+        sv[x] = sc[nt][2 * h + e] * logit_down[h];
         if (in[x] && p.softcap > 0.0f) sv[x] = common::soft_cap(sv[x], p.softcap);
         if (in[x]) tile_max = common::max_finite(tile_max, sv[x]);
       }
