@@ -3,8 +3,13 @@
 #include <pacts/conformance/property.h>
 #include <pacts/spec/formats.h>
 
+#include <pacts/conformance/random_case.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace pacts::conformance {
 namespace {
@@ -141,6 +146,94 @@ Outcome logit_scale_is_exact(PropertyContext& ctx, const CaseSpec& spec) {
   return same_bits(ra, rb, "2^" + std::to_string(k) + " moved from q_scale to softmax_scale");
 }
 
+// ACC-6: the codes a V row can hold, swept through one-key rows (the OpenCL CTS way: every code
+// of a small domain). The special ones come first in every case: zeros, subnormals, the smallest
+// normal, the largest value the range contract admits (spec/contract.md R2); then the rest in a
+// rotation that depends on the case. For MXFP4 the sweep is over e2m1 nibbles and the V block's
+// e8m0 bytes (0x00 = 2^-127, an fp32 subnormal, spec/formats.md §1.9).
+struct CodeSweep {
+  std::vector<uint32_t> specials, rest;
+  uint32_t at(uint64_t e, uint64_t rotation) const {
+    if (e < specials.size()) return specials[e];
+    if (rest.empty()) return specials[e % specials.size()];
+    return rest[(e - specials.size() + rotation) % rest.size()];
+  }
+};
+
+// Finite codes of format f with |value| <= limit. Specials: zeros, subnormals and the smallest
+// normal (for the two-byte formats only the three smallest and the largest subnormal magnitudes,
+// or they would crowd out the rest), and the largest admitted magnitude; both signs.
+CodeSweep value_codes(pacts_format f, double limit) {
+  CodeSweep sweep;
+  const spec::FormatInfo* fi = spec::format_info(f);
+  const uint64_t count = spec::code_count(f);
+  const bool wide = count > 256;
+  const auto value = [f](uint64_t code) { return spec::decode(f, static_cast<uint32_t>(code)); };
+  double largest = 0;
+  for (uint64_t code = 0; code < count; ++code)
+    if (std::isfinite(value(code)) && std::fabs(value(code)) <= limit)
+      largest = std::max(largest, std::fabs(value(code)));
+  // Two-byte formats: a stride through all 65536 codes (odd, so every code comes once).
+  const uint64_t stride = wide ? 40503 : 1;
+  for (uint64_t k = 0; k < count; ++k) {
+    const uint64_t code = (k * stride) % count;
+    const double x = std::fabs(value(code));
+    if (!std::isfinite(x) || x > limit) continue;
+    const uint64_t magnitude = code & 0x7FFFu;
+    const bool subnormal = x < fi->min_normal;
+    const bool special =
+        x == fi->min_normal || x == largest ||
+        (subnormal && (!wide || magnitude <= 3 ||
+                       std::fabs(value(magnitude + 1)) == fi->min_normal));  // the largest one
+    (special ? sweep.specials : sweep.rest).push_back(static_cast<uint32_t>(code));
+  }
+  return sweep;
+}
+
+Outcome every_value_code_is_exact(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  spec.shape.window = 1;  // every row sees exactly one key: weight 1, as in ACC-3
+  spec.shape.sinks = false;
+  spec.shape.lse = false;
+  for (int32_t& n : spec.shape.contexts) n = std::max(n, spec.shape.q_len);
+  CaseData c = spec.build();
+  pacts_problem& p = c.problem;
+  if (auto o = unsupported(ctx.backend, p)) return *o;
+  // R2 (spec/contract.md §2): |v| <= 2^96, or 2^15 with an fp16 output.
+  const double limit = p.out_format == PACTS_FORMAT_FP16 ? 0x1p15 : 0x1p96;
+  const bool mx = p.kv_format == PACTS_FORMAT_E2M1;
+  const CodeSweep codes = value_codes(p.kv_format, limit);
+  // e8m0 bytes b with 6 * 2^(b - 127) <= limit (R1 and R2), 0x00 and 0x01 first.
+  CodeSweep bytes;
+  const int top = 127 + static_cast<int>(std::floor(std::log2(limit / 6)));
+  bytes.specials = {0x00, 0x01, 0x7F, static_cast<uint32_t>(top)};
+  for (int b = 2; b < top; ++b)
+    if (b != 0x7F) bytes.rest.push_back(static_cast<uint32_t>(b));
+  // The scale is 1: the value is the code's, exactly an fp32 number (spec/formats.md).
+  if (p.v_scale_mode == PACTS_SCALE_PER_TENSOR) p.v_scale = 1.0f;
+  const uint64_t rotation = spec.seed;
+  uint64_t element = 0, block = 0;
+  using T = Override::Tensor;
+  for (int32_t b = 0; b < p.batch; ++b) {
+    const int32_t n = c.context_lens[static_cast<size_t>(b)];
+    for (int32_t j = std::max(0, n - p.q_len); j < n; ++j)
+      for (int32_t h = 0; h < p.num_kv_heads; ++h) {
+        if (p.v_scale_mode == PACTS_SCALE_PER_TOKEN)  // 1.0f
+          apply_override(c, {T::kVScale, b, j, h, 0, 0x3F800000u});
+        if (mx)
+          for (int32_t k = 0; k < p.head_dim / 32; ++k)
+            apply_override(c, {T::kVScale, b, j, h, k, bytes.at(block++, rotation)});
+        for (int32_t d = 0; d < p.head_dim; ++d)
+          apply_override(c, {T::kV, b, j, h, d, codes.at(element++, rotation)});
+      }
+  }
+  const Observed got = observe(ctx.backend, c);
+  if (auto o = run_failed(got, "PACTS-ACC-6")) return *o;
+  const Observed want = observe(ctx.reference, c);
+  return same_bits(got, want, "one visible key, V swept over the codes of " +
+                                  std::string(spec::format_name(p.kv_format)) + ": output vs RNE(v)");
+}
+
 }  // namespace
 
 std::vector<Property> acc_properties() {
@@ -154,6 +247,7 @@ std::vector<Property> acc_properties() {
       make_property("PACTS-ACC-3", "OneKeyIsExact", Level::kMandatory, true, plain, one_key_is_exact),
       make_property("PACTS-ACC-4", "PowerOfTwoValueScaleIsExact", Level::kMandatory, true, no_extremes, value_scale_is_exact),
       make_property("PACTS-ACC-5", "PowerOfTwoLogitScaleIsExact", Level::kMandatory, true, no_extremes, logit_scale_is_exact),
+      make_property("PACTS-ACC-6", "EveryValueCodeIsExact", Level::kMandatory, true, plain, every_value_code_is_exact),
   };
 }
 

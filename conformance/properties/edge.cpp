@@ -791,6 +791,43 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
   return with_detail(within_tolerance(ctx.backend, c.problem, got, ref), extreme_name(x));
 }
 
+// --- EDGE-6 ----------------------------------------------------------------------------------
+
+// K at the top of R1: k_scale is raised to the largest power of two that keeps every scaled K
+// element <= 2^126 (spec/contract.md §2, R1), and q_scale lowered by the same power of two, so
+// every exact logit is unchanged. A kernel that defers a factor far below 1 (the Q scale, as
+// #7056 deferred its Q quantisation scale) past the Q.K accumulation holds the logit divided by
+// that factor, which overflows here; spec/contract.md §2.1 forbids any overflow inside the
+// contract. MXFP4 K reaches the top of R1 through e8m0 bytes instead: EDGE-5's K extremes.
+Outcome top_of_range_keys(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  spec.overrides.clear();  // special codes next to extreme scales would leave R1-R3
+  if (spec.shape.kv_format == PACTS_FORMAT_E2M1)
+    return Outcome::not_supported("not applicable: MXFP4 K has no per-tensor scale (EDGE-5 "
+                                  "places its e8m0 K bytes up to 250)");
+  spec.shape.k_scale_mode = PACTS_SCALE_PER_TENSOR;
+  CaseData c = spec.build();
+  pacts_problem& p = c.problem;
+  const double code_max = max_abs_code(c.k, p.kv_format);
+  if (code_max == 0) return Outcome::not_supported("not applicable: every K code is zero");
+  const double product = double{p.q_scale} * double{p.k_scale};
+  const auto e = fitting_exponent(126 - ceil_log2(code_max), [&](int k) {
+    return std::isnormal(static_cast<float>(std::ldexp(product, -k)));
+  });
+  if (!e) return Outcome::not_supported("not applicable: no normal q_scale keeps the logits");
+  p.k_scale = std::ldexp(1.0f, *e);
+  p.q_scale = static_cast<float>(std::ldexp(product, -*e));
+  if (auto o = unsupported(ctx.backend, p)) return *o;
+  const reference::Output ref = reference_answer(c);
+  if (auto why = outside_contract(p, ref))
+    return Outcome::not_supported("K at 2^" + std::to_string(*e) +
+                                  ": the case leaves the range contract, a generator defect: " + *why);
+  const Observed got = observe(ctx.backend, c, split_hint(spec));
+  if (auto o = run_failed(got, "PACTS-EDGE-6")) return *o;
+  return with_detail(within_tolerance(ctx.backend, p, got, ref),
+                     "K scaled to 2^" + std::to_string(*e) + " x codes, q_scale " + fmt(p.q_scale));
+}
+
 }  // namespace
 
 std::vector<Property> edge_properties() {
@@ -811,6 +848,7 @@ std::vector<Property> edge_properties() {
       make_property("PACTS-EDGE-3", "Convexity", Level::kMandatory, false, convexity_limits, convexity),
       make_property("PACTS-EDGE-4", "NanPropagates", Level::kQualityWarning, false, nan_limits, nan_propagates),
       make_property("PACTS-EDGE-5", "RangeExtremes", Level::kMandatory, false, extreme_limits, range_extremes),
+      make_property("PACTS-EDGE-6", "TopOfRangeKeys", Level::kMandatory, false, extreme_limits, top_of_range_keys),
   };
 }
 

@@ -551,6 +551,37 @@ Outcome workspace_contents_do_not_leak(PropertyContext& ctx, const CaseSpec& spe
                        "LSE views under a split plan hint"});
 }
 
+// --- POISON-6 --------------------------------------------------------------------------------
+
+// A row that sees no key of a partition of its sequence must take nothing from that partition:
+// with L > 1 and n = 16k + r (1 <= r < L), the last 16-key partition holds only keys of the later
+// query tokens, so query token 0 sees none of it. The partial slot of that row is never written
+// by a correct kernel; a merge that weights it by e^(-inf - m) = 0 reads it anyway (0 * NaN), and
+// an unwritten slot holds whatever the workspace held (the host adapter fills it with NaN bytes
+// and with 0x5A bytes on alternate runs). Two runs of one plan: both within tolerance, and equal.
+Outcome invisible_partials_do_not_leak(PropertyContext& ctx, const CaseSpec& spec0) {
+  CaseSpec spec = spec0;
+  CaseShape& sh = spec.shape;
+  const int32_t l = std::max(sh.q_len, 2);
+  sh.q_len = l;
+  sh.contexts.assign(static_cast<size_t>(sh.batch), 0);
+  for (int32_t b = 0; b < sh.batch; ++b)
+    sh.contexts[static_cast<size_t>(b)] =
+        16 * (1 + static_cast<int32_t>((spec.seed >> (2 * (b % 16))) % 3)) + 1 + b % (l - 1);
+  const CaseData c = spec.build();
+  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
+  const PlanHint hint = PlanHint::partition_size(16);
+  const Observed first = observe(ctx.backend, c, hint), second = observe(ctx.backend, c, hint);
+  if (auto o = run_failed(first, "PACTS-POISON-6")) return *o;
+  if (auto o = run_failed(second, "PACTS-POISON-6 (second run)")) return *o;
+  const reference::Output ref = reference_answer(c);
+  for (const Observed* o : {&first, &second}) {
+    const Outcome v = within_tolerance(ctx.backend, c.problem, *o, ref);
+    if (v.failed()) return v;
+  }
+  return same_bits(first, second, "two runs of one split plan (16-key partitions)");
+}
+
 }  // namespace
 
 std::vector<Property> poison_properties() {
@@ -566,6 +597,8 @@ std::vector<Property> poison_properties() {
       make_property("PACTS-POISON-4", "QueryAndOutputGapsDoNotLeak", Level::kMandatory, true, limits,
            query_and_output_gaps_do_not_leak),
       make_property("PACTS-POISON-5", "WorkspaceContentsDoNotLeak", Level::kMandatory, true, limits, workspace_contents_do_not_leak),
+      make_property("PACTS-POISON-6", "InvisiblePartialsDoNotLeak", Level::kMandatory, true, limits,
+                    invisible_partials_do_not_leak),
   };
 }
 

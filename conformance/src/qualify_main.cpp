@@ -1,132 +1,365 @@
-// pacts-qualify: the main job. On every backend present on this machine it runs the reference's
-// self-checks and the whole conformance catalogue (spec/properties.md) with a fixed seed and
-// case budget, prints the summary table, and writes it as JSON. Exit status: 0 when nothing
-// Mandatory failed, 1 otherwise, 2 on a usage error.
+// pacts-qualify: the main job. Qualifies every backend of this machine (the host backend, the HIP
+// backend in GPU builds when a GPU is present, and every --backend-lib plugin) against the spec:
+// the reference's self-checks, then per backend the whole catalogue (spec/properties.md) on the
+// mustpass case files (spec/case_files.md §3.5) and on a fixed budget of generated cases with a
+// fixed seed. Prints a summary and writes the report (report.md, report.json, report.junit.xml)
+// into --out DIR. Exit status: 0 when nothing Mandatory failed, 1 otherwise, 2 on a usage or
+// load error (an unknown backend, a plugin the loader refuses, an unreadable mustpass set).
+#include "report.h"
+
+#include <pacts/conformance/mustpass.h>
+#include <pacts/conformance/plugin_backend.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/runner.h>
 #include <pacts/conformance/self_checks.h>
 
+#ifdef PACTS_HAVE_BENCH
+#include <pacts/bench/bench.h>
+#endif
+
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#ifndef PACTS_SUITE_VERSION
+#error "PACTS_SUITE_VERSION must be defined by the build (git describe at configure time)"
+#endif
+#ifndef PACTS_MUSTPASS_DIR
+#error "PACTS_MUSTPASS_DIR must name conformance/mustpass/v1"
+#endif
+#ifndef PACTS_BUILD_TYPE
+#define PACTS_BUILD_TYPE "unknown build type"
+#endif
+
 namespace {
 
-using namespace pacts::conformance;
+namespace pc = pacts::conformance;
+namespace rpt = pacts::conformance::report;
 
-struct Row {
-  std::string id, name, backend;
-  Verdict verdict;
-  int64_t cases, passed, not_supported;
-  double worst_ratio, seconds;
-  std::string detail, case_file, replay;
+constexpr int kExitQualified = 0, kExitFailed = 1, kExitUsage = 2;
+constexpr int kMaxGpus = 64;
+
+std::string compiler() {
+#if defined(__clang__)
+  return std::string("clang ") + __clang_version__ + ", C++ " + std::to_string(__cplusplus);
+#elif defined(__GNUC__)
+  return std::string("GCC ") + __VERSION__ + ", C++ " + std::to_string(__cplusplus);
+#else
+  return "unknown compiler, C++ " + std::to_string(__cplusplus);
+#endif
+}
+
+std::string utc_now(const char* format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buffer[64];
+  std::strftime(buffer, sizeof buffer, format, &tm);
+  return buffer;
+}
+
+// A backend to qualify, and for a GPU the bench target that names its device ("hip", "hip:1").
+struct Opened {
+  std::unique_ptr<pc::Backend> backend;
+  std::string gpu_target;  // "" for CPU backends and plugins
 };
 
-Row from_self_check(const CheckResult& r) {
-  return {r.id, r.name, r.backend, r.verdict, r.cases, r.verdict == Verdict::kPass ? r.cases : 0,
-          0, 0.0, r.seconds, r.detail, "", ""};
+// GPU backends get the `peers` and `models` bench sets (issue 8), timed by bench/'s library on
+// the same backend object the catalogue just ran on, and only when nothing Mandatory failed
+// there (architecture.md: bench/ only times what the checks passed). CPU builds without the
+// bench library say so instead.
+void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, rpt::BackendSection& section) {
+  if (gpu_target.empty()) {
+    section.bench = "Not run: the `peers` and `models` bench sets time GPU backends only.";
+    return;
+  }
+  const bool failed = std::any_of(section.rows.begin(), section.rows.end(),
+                                  [](const rpt::PropertyRow& r) { return r.verdict == pc::Verdict::kFail; });
+  if (failed) {
+    section.bench = "Not timed: a Mandatory property failed on this backend.";
+    return;
+  }
+#ifndef PACTS_HAVE_BENCH
+  (void)backend;
+  section.bench = "Not run: this build of pacts-qualify has no bench library; time the sets with "
+                  "pacts-bench --set peers|models.";
+#else
+  auto target = pacts::bench::parse_target(gpu_target);
+  if (!target) {
+    section.bench = "Not run: " + target.status().to_string();
+    return;
+  }
+  pacts::bench::Options options;
+  options.gate_cases = 0;  // the whole catalogue has just passed on this backend object
+  for (const char* set : {"peers", "models"}) {
+    auto timed = pacts::bench::run_set(set, target.value(), backend, options);
+    if (!timed) {
+      section.bench += std::string("- `") + set + "`: not run: " + timed.status().to_string() + "\n";
+      continue;
+    }
+    section.bench += std::string("`") + set + "`:\n\n```\n" + pacts::bench::to_table(timed.value()) + "```\n\n";
+    section.bench_json.push_back(pacts::bench::to_json(timed.value()));
+  }
+#endif
 }
 
-Row from_stats(const PropertyStats& s) {
-  return {s.id, s.name, s.backend, s.verdict, s.cases, s.passed, s.not_supported, s.worst_ratio,
-          s.seconds, s.failure, s.case_file, s.replay};
+// Driver and runtime: plugins say; the host backend has none; the hip backend reports neither.
+void describe_environment(const pc::Backend& backend, rpt::BackendSection& section) {
+  section.name = backend.name();
+  section.device = backend.device();
+  section.capabilities = backend.capabilities();
+  section.profile = backend.profile();
+  if (const pc::PluginInfo* plugin = pc::plugin_info(backend)) {
+    section.driver = plugin->driver.empty() ? "not reported by the plugin" : plugin->driver;
+    section.runtime = plugin->runtime.empty() ? "not reported by the plugin" : plugin->runtime;
+    section.plugin_path = plugin->path;
+    section.plugin_name = plugin->declared;
+    section.plugin_version = plugin->version.empty() ? "unstated" : plugin->version;
+  } else if (backend.name() == "host" || backend.name() == "reference") {
+    section.driver = section.runtime = "none (CPU threads, no GPU runtime)";
+  } else {
+    section.driver = section.runtime = "not reported by the backend";
+  }
 }
 
-nlohmann::json to_json(const std::vector<Row>& rows, const std::vector<std::string>& backends,
-                       uint64_t seed, int32_t cases) {
-  nlohmann::json j;
-  j["tool"] = "pacts-qualify";
-  j["seed"] = seed;
-  j["cases_per_property"] = cases;
-  j["backends"] = backends;
-  j["results"] = nlohmann::json::array();
-  for (const Row& r : rows)
-    j["results"].push_back({{"id", r.id}, {"name", r.name}, {"backend", r.backend},
-                            {"verdict", verdict_name(r.verdict)}, {"cases", r.cases},
-                            {"passed", r.passed}, {"not_supported", r.not_supported},
-                            {"worst_error_bound_ratio", r.worst_ratio}, {"seconds", r.seconds},
-                            {"detail", r.detail}, {"case_file", r.case_file}, {"replay", r.replay}});
-  return j;
+void add(rpt::Counts& counts, pc::Verdict v) {
+  switch (v) {
+    case pc::Verdict::kPass: ++counts.pass; break;
+    case pc::Verdict::kFail: ++counts.fail; break;
+    case pc::Verdict::kNotSupported: ++counts.not_supported; break;
+    case pc::Verdict::kQualityWarning: ++counts.quality_warning; break;
+  }
+}
+
+struct Settings {
+  pc::RunOptions run;
+  std::vector<std::string> only;
+  const pc::Mustpass* mustpass = nullptr;
+};
+
+// One property on one backend: its mustpass cases, then the generated ones.
+rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
+                                  pc::Backend& reference, const Settings& settings) {
+  rpt::PropertyRow row;
+  row.id = p.id;
+  row.name = p.name;
+  row.mandatory = p.level == pc::Level::kMandatory;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const pc::MustpassEntry& e : settings.mustpass->entries) {
+    if (std::find(e.properties.begin(), e.properties.end(), p.id) == e.properties.end()) continue;
+    const pc::Outcome o = pc::check_mustpass(e, p, backend, reference);
+    add(row.mustpass, o.verdict);
+    row.worst_ratio = std::max(row.worst_ratio, o.worst_ratio);
+    if (o.verdict == pc::Verdict::kFail || o.verdict == pc::Verdict::kQualityWarning) {
+      row.failing_case_files.push_back(e.path);
+      if (row.detail.empty()) row.detail = "mustpass " + e.path + ": " + o.detail;
+    }
+  }
+  const pc::PropertyStats s = pc::run_property(p, backend, reference, settings.run);
+  // The runner stops at the first failing (or warning) case and shrinks it: one such case at most.
+  const bool bad = s.verdict == pc::Verdict::kFail || s.verdict == pc::Verdict::kQualityWarning;
+  row.generated.pass = s.passed;
+  row.generated.not_supported = s.not_supported;
+  row.generated.fail = s.verdict == pc::Verdict::kFail ? 1 : 0;
+  row.generated.quality_warning = s.verdict == pc::Verdict::kQualityWarning ? 1 : 0;
+  row.worst_ratio = std::max(row.worst_ratio, s.worst_ratio);
+  if (bad) {
+    if (!s.case_file.empty()) row.failing_case_files.push_back(s.case_file);
+    if (row.detail.empty()) row.detail = s.failure;
+    row.replay = s.replay;
+  }
+  row.verdict = rpt::combine(row.mustpass, row.generated);
+  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return row;
+}
+
+rpt::BackendSection qualify_backend(pc::Backend& backend, const std::string& gpu_target,
+                                    pc::Backend& reference, const Settings& settings) {
+  rpt::BackendSection section;
+  describe_environment(backend, section);
+  std::printf("qualifying %s on %s\n", backend.name().c_str(), backend.device().c_str());
+  for (const pc::Property& p : pc::catalogue()) {
+    if (!settings.only.empty() &&
+        std::find(settings.only.begin(), settings.only.end(), p.id) == settings.only.end())
+      continue;
+    section.rows.push_back(qualify_property(p, backend, reference, settings));
+    const rpt::PropertyRow& r = section.rows.back();
+    std::printf("  %-16s %-15s mustpass %3lld  generated %5lld  %8.2f s\n", r.id.c_str(),
+                pc::verdict_name(r.verdict), static_cast<long long>(r.mustpass.total()),
+                static_cast<long long>(r.generated.total()), r.seconds);
+    std::fflush(stdout);
+  }
+  run_bench_sets(backend, gpu_target, section);
+  return section;
+}
+
+void print_summary(const rpt::Report& report) {
+  std::printf("\n%-16s %-32s %-24s %-15s %9s %9s %10s\n", "id", "name", "backend", "verdict",
+              "mustpass", "generated", "err/bound");
+  int failed = 0, warnings = 0, rows = 0;
+  for (const rpt::BackendSection& b : report.backends)
+    for (const rpt::PropertyRow& r : b.rows) {
+      ++rows;
+      const std::string backend = b.plugin_name.empty() ? b.name : "lib:" + b.plugin_name;
+      std::printf("%-16s %-32s %-24s %-15s %9lld %9lld %10.3g\n", r.id.c_str(),
+                  r.name.substr(0, 32).c_str(), backend.substr(0, 24).c_str(),
+                  pc::verdict_name(r.verdict), static_cast<long long>(r.mustpass.total()),
+                  static_cast<long long>(r.generated.total()), r.worst_ratio);
+      if (r.verdict == pc::Verdict::kFail) ++failed;
+      if (r.verdict == pc::Verdict::kQualityWarning) ++warnings;
+      if (r.verdict == pc::Verdict::kFail || r.verdict == pc::Verdict::kQualityWarning) {
+        std::printf("    %s\n", r.detail.c_str());
+        for (const std::string& f : r.failing_case_files)
+          std::printf("    case file: %s\n      replay: pacts case run %s --backend %s\n", f.c_str(),
+                      f.c_str(), b.name.c_str());
+      }
+    }
+  int self_failed = 0;
+  for (const pc::CheckResult& c : report.self_checks)
+    if (c.verdict == pc::Verdict::kFail) {
+      ++self_failed;
+      std::printf("self-check %s %s Fail: %s\n", c.id.c_str(), c.name.c_str(), c.detail.c_str());
+    }
+  for (const std::string& target : report.compile_only)
+    std::printf("%s: compile-checked only: no kernel ran\n", target.c_str());
+  for (const std::string& note : report.notes) std::printf("note: %s\n", note.c_str());
+  std::printf("\n%d results: %d passed or NotSupported, %d QualityWarning, %d failed; "
+              "%zu self-checks, %d failed\n",
+              rows, rows - failed - warnings, warnings, failed, report.self_checks.size(),
+              self_failed);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"pacts-qualify: qualify the paged-attention decode backends of this machine "
-               "against the pacts spec"};
-  SelfCheckOptions self;
-  RunOptions run;
-  run.cases = 40;
-  run.case_dir = "pacts-qualify-failures";
-  std::string json_path;
-  std::vector<std::string> backends;
-  std::vector<std::string> only;
-  app.add_option("--seed", run.seed, "seed of every randomized check (printed; fixed by default)");
-  app.add_option("--cases", run.cases, "generated cases per property")->check(CLI::Range(1, 1000000));
-  app.add_option("--backend", backends, "backends to qualify (default: every backend present)");
-  app.add_option("--property", only, "only these property IDs (default: the whole catalogue)");
-  app.add_option("--case-dir", run.case_dir, "where minimal failing cases are written");
-  app.add_option("--json", json_path, "write the summary as JSON to this file");
+               "against the pacts spec and write the report"};
+  Settings settings;
+  settings.run.cases = 40;
+  std::string out_dir, json_path, mustpass_dir = PACTS_MUSTPASS_DIR;
+  std::vector<std::string> backends, libraries;
+  app.add_option("--seed", settings.run.seed, "seed of every randomized check (printed; fixed by default)");
+  app.add_option("--cases", settings.run.cases, "generated cases per property")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--backend", backends,
+                 "backends to qualify by name (default: host, and hip in GPU builds)");
+  app.add_option("--backend-lib", libraries,
+                 "also qualify the external backend in this shared library (pacts/backend_abi.h)");
+  app.add_option("--property", settings.only, "only these property IDs (default: the whole catalogue)");
+  app.add_option("--out", out_dir, "report directory (default: qualify-YYYYMMDD-HHMMSS)");
+  app.add_option("--case-dir", settings.run.case_dir,
+                 "where minimal failing cases are written (default: OUT/failures)");
+  app.add_option("--mustpass", mustpass_dir, "the mustpass set (default: the committed v1 set)");
+  app.add_option("--json", json_path, "also write report.json to this file");
   CLI11_PARSE(app, argc, argv);
-  self.seed = run.seed;
 
-  if (backends.empty()) backends = backend_names();
-  std::printf("pacts-qualify: backends %s", backends.empty() ? "(none)" : "");
-  for (const std::string& b : backends) std::printf("%s ", b.c_str());
-  std::printf("\n  seed %llu, %d generated cases per property, failures to %s/\n\n",
-              static_cast<unsigned long long>(run.seed), run.cases, run.case_dir.c_str());
+  rpt::Report report;
+  report.suite_version = PACTS_SUITE_VERSION;
+  report.compiler = compiler();
+  report.build_type = PACTS_BUILD_TYPE;
+  report.started_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  report.seed = settings.run.seed;
+  report.cases_per_property = settings.run.cases;
+  if (out_dir.empty()) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
+  if (settings.run.case_dir.empty())
+    settings.run.case_dir = (std::filesystem::path(out_dir) / "failures").string();
+  for (const std::string& id : settings.only)
+    if (pc::find_property(id) == nullptr) {
+      std::fprintf(stderr, "pacts-qualify: --property %s: not in this build's catalogue\n", id.c_str());
+      return kExitUsage;
+    }
 
-  std::vector<Row> rows;
-  for (const CheckResult& r : run_reference_self_checks(self)) rows.push_back(from_self_check(r));
-  std::unique_ptr<Backend> reference = make_reference_backend();
+  auto mustpass = pc::load_mustpass(mustpass_dir);
+  if (!mustpass) {
+    std::fprintf(stderr, "pacts-qualify: %s\n", mustpass.status().message().c_str());
+    return kExitUsage;
+  }
+  settings.mustpass = &mustpass.value();
+  report.mustpass_dir = mustpass.value().dir;
+  report.mustpass_version = mustpass.value().version;
+  report.mustpass_files = static_cast<int64_t>(mustpass.value().entries.size());
+#ifndef PACTS_HAVE_AMD_RUNTIME
+  // AMD device code is compile-checked in CI (ci/gpu_compile.sh); this build cannot run it.
+  report.compile_only = {"AMD gfx942", "AMD gfx950"};
+#endif
+
+  // The backends: named ones, or every one present; then the plugins.
+  const bool defaulted = backends.empty();
+  std::vector<Opened> opened;
+  if (defaulted) {
+    for (const std::string& name : pc::backend_names())
+      if (name != "reference" && name != "hip") backends.push_back(name);
+    // Every GPU: "hip" (GPU 0), "hip:1", ... until one cannot be opened (its reason is printed).
+    const auto names = pc::backend_names();
+    if (std::find(names.begin(), names.end(), "hip") != names.end()) {
+      for (int ordinal = 0; ordinal < kMaxGpus; ++ordinal) {
+        const std::string target = ordinal == 0 ? std::string("hip") : "hip:" + std::to_string(ordinal);
+        std::unique_ptr<pc::Backend> gpu = pc::make_backend(target);
+        if (!gpu) break;
+        opened.push_back({std::move(gpu), target});
+      }
+      if (opened.empty())
+        report.notes.push_back("backend hip is in this build but no GPU could be opened: not qualified");
+    }
+  }
   for (const std::string& name : backends) {
-    std::unique_ptr<Backend> backend = make_backend(name);
-    if (!backend) {
+    std::unique_ptr<pc::Backend> backend = pc::make_backend(name);
+    if (backend) {
+      // Named GPUs ("hip", "hip:N") are bench targets too.
+      opened.push_back({std::move(backend), name.rfind("hip", 0) == 0 ? name : std::string()});
+    } else {
       std::fprintf(stderr, "pacts-qualify: unknown backend '%s'\n", name.c_str());
-      return 2;
+      return kExitUsage;
     }
-    std::printf("qualifying %s on %s\n", backend->name().c_str(), backend->device().c_str());
-    for (const Property& p : catalogue()) {
-      if (!only.empty() && std::find(only.begin(), only.end(), p.id) == only.end()) continue;
-      rows.push_back(from_stats(run_property(p, *backend, *reference, run)));
-      const Row& r = rows.back();
-      std::printf("  %-16s %-15s %5lld cases %8.2f s\n", r.id.c_str(), verdict_name(r.verdict),
-                  static_cast<long long>(r.cases), r.seconds);
-      std::fflush(stdout);
+  }
+  for (const std::string& path : libraries) {
+    auto plugin = pc::load_plugin_backend(path);
+    if (!plugin) {
+      std::fprintf(stderr, "pacts-qualify: %s\n", plugin.status().to_string().c_str());
+      return kExitUsage;
     }
+    opened.push_back({std::move(plugin).value(), std::string()});
   }
 
-  std::printf("\n%-18s %-32s %-10s %-15s %7s %7s %6s %10s\n", "id", "name", "backend", "verdict",
-              "cases", "passed", "n/s", "err/bound");
-  int failed = 0, warnings = 0;
-  for (const Row& r : rows) {
-    std::printf("%-18s %-32s %-10s %-15s %7lld %7lld %6lld %10.3g\n", r.id.c_str(),
-                r.name.substr(0, 32).c_str(), r.backend.c_str(), verdict_name(r.verdict),
-                static_cast<long long>(r.cases), static_cast<long long>(r.passed),
-                static_cast<long long>(r.not_supported), r.worst_ratio);
-    if (r.verdict == Verdict::kFail) ++failed;
-    if (r.verdict == Verdict::kQualityWarning) ++warnings;
-    if (r.verdict == Verdict::kFail || r.verdict == Verdict::kQualityWarning) {
-      std::printf("    %s\n", r.detail.c_str());
-      if (!r.replay.empty()) std::printf("    replay: %s\n", r.replay.c_str());
-    }
+  std::printf("pacts-qualify %s: backends", report.suite_version.c_str());
+  for (const Opened& o : opened) std::printf(" %s", o.backend->name().c_str());
+  std::printf("\n  seed %llu, mustpass v%d (%lld case files), %d generated cases per property\n"
+              "  report to %s/, failing cases to %s/\n\n",
+              static_cast<unsigned long long>(settings.run.seed), report.mustpass_version,
+              static_cast<long long>(report.mustpass_files), settings.run.cases, out_dir.c_str(),
+              settings.run.case_dir.c_str());
+
+  pc::SelfCheckOptions self;
+  self.seed = settings.run.seed;
+  report.self_checks = pc::run_reference_self_checks(self);
+  std::unique_ptr<pc::Backend> reference = pc::make_reference_backend();
+  for (const Opened& o : opened)
+    report.backends.push_back(qualify_backend(*o.backend, o.gpu_target, *reference, settings));
+
+  print_summary(report);
+  if (auto s = rpt::write_report(report, out_dir); !s) {
+    std::fprintf(stderr, "pacts-qualify: %s\n", s.message().c_str());
+    return kExitUsage;
   }
-  std::printf("\n%zu results: %zu passed or NotSupported, %d QualityWarning, %d failed\n",
-              rows.size(), rows.size() - failed - warnings, warnings, failed);
   if (!json_path.empty()) {
     std::ofstream out(json_path);
-    out << to_json(rows, backends, run.seed, run.cases).dump(2) << "\n";
+    out << rpt::to_json(report).dump(2) << "\n";
     if (!out) {
       std::fprintf(stderr, "pacts-qualify: cannot write %s\n", json_path.c_str());
-      return 2;
+      return kExitUsage;
     }
-    std::printf("summary written to %s\n", json_path.c_str());
   }
-  return failed == 0 ? 0 : 1;
+  const bool failed = rpt::mandatory_failure(report);
+  std::printf("report: %s/report.md, report.json, report.junit.xml%s%s\n%s\n", out_dir.c_str(),
+              json_path.empty() ? "" : "; JSON also at ", json_path.c_str(),
+              failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure");
+  return failed ? kExitFailed : kExitQualified;
 }

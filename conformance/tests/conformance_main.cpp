@@ -2,7 +2,10 @@
 // (suite = the property's test name, test = the backend), e.g.
 //   PACTS_POISON_1_UnownedRowsDoNotLeak.reference
 // Options (before or after gtest's own): --backend NAME (default reference), --seed N (fixed
-// default, printed), --cases N (per property), --case-dir DIR (minimal failing cases).
+// default, printed), --cases N (per property), --case-dir DIR (minimal failing cases),
+// --backend-lib PATH (an external backend, pacts/backend_abi.h, instead of --backend; its tests
+// are named after the name the plugin declares).
+#include <pacts/conformance/plugin_backend.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/runner.h>
 
@@ -12,6 +15,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace pacts::conformance {
 namespace {
@@ -87,13 +91,25 @@ int main(int argc, char** argv) {
   using namespace pacts::conformance;
   Config& cfg = config();
   cfg.backend = take_option(argc, argv, "--backend", cfg.backend);
+  const std::string library = take_option(argc, argv, "--backend-lib", "");
   cfg.run.seed = std::strtoull(take_option(argc, argv, "--seed", "20261129").c_str(), nullptr, 10);
   cfg.run.cases = std::atoi(take_option(argc, argv, "--cases", "60").c_str());
   cfg.run.case_dir = take_option(argc, argv, "--case-dir", "pacts-failures");
   testing::InitGoogleTest(&argc, argv);
 
-  static std::unique_ptr<Backend> backend = make_backend(cfg.backend);
+  static std::unique_ptr<Backend> backend;
   static std::unique_ptr<Backend> reference = make_reference_backend();
+  if (library.empty()) {
+    backend = make_backend(cfg.backend);
+  } else {
+    auto plugin = load_plugin_backend(library);
+    if (!plugin) {
+      std::fprintf(stderr, "pacts-conformance: %s\n", plugin.status().to_string().c_str());
+      return 2;
+    }
+    backend = std::move(plugin).value();
+    cfg.backend = plugin_info(*backend)->declared;
+  }
   if (!backend) {
     std::fprintf(stderr, "pacts-conformance: unknown backend '%s'; known:", cfg.backend.c_str());
     for (const std::string& n : backend_names()) std::fprintf(stderr, " %s", n.c_str());

@@ -407,6 +407,46 @@ class UnshiftedSoftmax final : public Faulty {
   }
 };
 
+// A merge over the sequence's 16-key partitions that reads the partial slot of a row that sees
+// no key of the last partition (mutant empty_partition_nan): the slot was never written, and on
+// every other call it holds NaN bytes.
+class ReadsInvisiblePartial final : public Faulty {
+ public:
+  ReadsInvisiblePartial() : Faulty("reads the unwritten partial of a row's invisible partition") {}
+  void after(const pacts_problem& p, const pacts_buffers& buf, RunResult&) override {
+    if (calls_++ % 2 == 0) return;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int32_t n = context(buf, b);
+      if (!valid(p, n) || n <= 16) continue;
+      const int64_t last_partition = 16 * ((n - 1) / 16);
+      map_output(p, buf, b, [&](double x, int64_t, int64_t i, int64_t) {
+        const int64_t pos = n - p.q_len + i;
+        return pos >= 0 && pos < last_partition ? NAN : x;
+      });
+    }
+  }
+
+ private:
+  int64_t calls_ = 0;
+};
+
+// #7056: the Q scale deferred past the Q.K product, so the fp32 accumulator holds the logit
+// divided by q_scale (mutant q_scale_after_dot): a row whose tau * A / q_scale passes 2^128
+// overflows and ends as NaN.
+class DefersQueryScale final : public Faulty {
+ public:
+  DefersQueryScale() : Faulty("q_scale applied after the fp32 Q.K accumulation") {}
+  void after(const pacts_problem& p, const pacts_buffers& buf, RunResult&) override {
+    const auto answer = reference::decode(p, buf);
+    if (!answer) return;
+    const std::vector<double>& s = answer.value().logit_abs_dot;
+    map_output(p, buf, -1, [&](double x, int64_t b, int64_t i, int64_t h) {
+      const size_t row = static_cast<size_t>((b * p.q_len + i) * p.num_q_heads + h);
+      return s[row] / double{p.q_scale} >= 0x1p128 ? NAN : x;
+    });
+  }
+};
+
 // Clears the output before validating the call.
 class WritesBeforeValidating final : public Faulty {
  public:
@@ -475,9 +515,11 @@ TEST(Families, CatalogueEntries) {
       {"PACTS-POISON-1", "UnownedRowsDoNotLeak"},   {"PACTS-POISON-2", "UnownedScalesDoNotLeak"},
       {"PACTS-POISON-3", "BlockTablePaddingIsNotAnAddress"},
       {"PACTS-POISON-4", "QueryAndOutputGapsDoNotLeak"},
-      {"PACTS-POISON-5", "WorkspaceContentsDoNotLeak"}, {"PACTS-EDGE-1", "EmptyRows"},
+      {"PACTS-POISON-5", "WorkspaceContentsDoNotLeak"},
+      {"PACTS-POISON-6", "InvisiblePartialsDoNotLeak"}, {"PACTS-EDGE-1", "EmptyRows"},
       {"PACTS-EDGE-2", "ExactWriteSet"},            {"PACTS-EDGE-3", "Convexity"},
       {"PACTS-EDGE-4", "NanPropagates"},            {"PACTS-EDGE-5", "RangeExtremes"},
+      {"PACTS-EDGE-6", "TopOfRangeKeys"},
       {"PACTS-REFUSE-1", "RefusalsAreDocumented"},  {"PACTS-REFUSE-2", "UnsupportedIsNotWrong"},
       {"PACTS-DEV-1", "DevicePreconditions"},       {"PACTS-DEV-2", "Addressing64Bit"},
       {"PACTS-DEV-3", "GraphReplay"}};
@@ -523,6 +565,12 @@ TEST(Families, PACTS_POISON_5_WorkspaceContentsDoNotLeak) {
   expect_bites("PACTS-POISON-5", fault);
 }
 
+TEST(Families, PACTS_POISON_6_InvisiblePartialsDoNotLeak) {
+  EXPECT_GT(expect_no_failure("PACTS-POISON-6").pass, kCases / 2);
+  ReadsInvisiblePartial fault;
+  expect_bites("PACTS-POISON-6", fault);
+}
+
 TEST(Families, PACTS_EDGE_1_EmptyRows) {
   EXPECT_GT(expect_no_failure("PACTS-EDGE-1").pass, kCases / 2);
   NaiveEmptyRows fault;
@@ -555,6 +603,12 @@ TEST(Families, PACTS_EDGE_5_RangeExtremes) {
   EXPECT_GT(expect_no_failure("PACTS-EDGE-5").pass, kCases / 2);
   UnshiftedSoftmax fault;
   expect_bites("PACTS-EDGE-5", fault);
+}
+
+TEST(Families, PACTS_EDGE_6_TopOfRangeKeys) {
+  EXPECT_GT(expect_no_failure("PACTS-EDGE-6").pass, kCases / 2);
+  DefersQueryScale fault;
+  expect_bites("PACTS-EDGE-6", fault);
 }
 
 TEST(Families, PACTS_REFUSE_1_RefusalsAreDocumented) {

@@ -14,10 +14,12 @@
 #pragma once
 
 #include "common/hd.h"
+#include "common/mutant.h"
 
 #include <pacts/problem.h>
 
 namespace pacts::kernels::common {
+PACTS_COMMON_ABI_BEGIN
 
 // bf16 is the upper half of an fp32.
 PACTS_HD inline float bf16_to_float(uint16_t code) {
@@ -31,6 +33,7 @@ PACTS_HD inline float fp16_to_float(uint16_t code) {
   const uint32_t m = code & 0x3FFu;
   if (e == 0x1F) return f32_from_bits(sign | 0x7F800000u | (m << 13));  // Inf, NaN (payload kept)
   if (e != 0) return f32_from_bits(sign | ((e - 15 + 127) << 23) | (m << 13));
+  if (PACTS_MUTANT(fp16_subnormals_flushed)) return f32_from_bits(sign);
   const float magnitude = static_cast<float>(m) * f32_pow2(-24);  // exact: m < 2^10
   return sign ? -magnitude : magnitude;
 }
@@ -53,7 +56,10 @@ PACTS_HD inline float minifloat_to_float(uint8_t code) {
   return sign ? -magnitude : magnitude;
 }
 
-PACTS_HD inline float e4m3fn_to_float(uint8_t c) { return minifloat_to_float<4, 3, 7, false>(c); }
+PACTS_HD inline float e4m3fn_to_float(uint8_t c) {
+  if (PACTS_MUTANT(e4m3fn_read_as_fnuz)) return minifloat_to_float<4, 3, 8, true>(c);
+  return minifloat_to_float<4, 3, 7, false>(c);
+}
 PACTS_HD inline float e4m3fnuz_to_float(uint8_t c) { return minifloat_to_float<4, 3, 8, true>(c); }
 PACTS_HD inline float e5m2_to_float(uint8_t c) { return minifloat_to_float<5, 2, 15, false>(c); }
 PACTS_HD inline float e5m2fnuz_to_float(uint8_t c) { return minifloat_to_float<5, 2, 16, true>(c); }
@@ -72,15 +78,15 @@ PACTS_HD inline float e2m1_to_float(uint8_t nibble) {
 // never zero (spec/formats.md §1.9); kernels that flush subnormals must declare it (ftz). 0xFF is
 // NaN: every element of its block is NaN.
 PACTS_HD inline float e8m0_to_float(uint8_t byte) {
-  if (byte == 0xFF) return f32_nan();
-  if (byte == 0x00) return f32_from_bits(0x00400000u);
+  if (byte == 0xFF) return PACTS_MUTANT(e8m0_ff_not_nan) ? f32_pow2(127) : f32_nan();
+  if (byte == 0x00) return PACTS_MUTANT(e8m0_zero_as_zero) ? 0.0f : f32_from_bits(0x00400000u);
   return f32_from_bits(static_cast<uint32_t>(byte) << 23);
 }
 
 // The nibble of element d of an e2m1 byte (spec/operator.md §3.3, spec/formats.md §2).
 PACTS_HD inline uint8_t e2m1_nibble(uint8_t byte, int64_t d, pacts_nibble_order order) {
   const bool even = (d & 1) == 0;
-  const bool low = even == (order == PACTS_NIBBLE_LOW_FIRST);
+  const bool low = (even == (order == PACTS_NIBBLE_LOW_FIRST)) != PACTS_MUTANT(nibbles_swapped);
   return static_cast<uint8_t>(low ? (byte & 0x0Fu) : (byte >> 4));
 }
 
@@ -122,7 +128,11 @@ PACTS_HD inline float scaled(float decoded, float scale) { return decoded * scal
 // admits, whatever the size of Q. aiter applied the scales after the product and overflowed at
 // byte 249 (seeds.md #7056).
 PACTS_HD inline float fold_query(float decoded, float q_scale, float softmax_scale) {
+  if (PACTS_MUTANT(q_scale_ignored)) return decoded * softmax_scale;
+  // The kernel then multiplies each logit by q_scale (kernels/host/kernel.h row_step).
+  if (PACTS_MUTANT(q_scale_after_dot)) return decoded * softmax_scale;
   return (decoded * q_scale) * softmax_scale;
 }
 
+PACTS_COMMON_ABI_END
 }  // namespace pacts::kernels::common

@@ -18,6 +18,18 @@
 #define PACTS_HD
 #endif
 
+// The mutant build (common/mutant.h) compiles this math with other bodies: its copies live in an
+// inline namespace of their own, so a binary that also holds production objects compiled from
+// these headers links two distinct sets of functions instead of picking one copy of each at
+// random (an ODR violation that would silently switch mutants off, or on). Empty in production.
+#if defined(PACTS_MUTANTS)
+#define PACTS_COMMON_ABI_BEGIN inline namespace mutant_build {
+#define PACTS_COMMON_ABI_END }
+#else
+#define PACTS_COMMON_ABI_BEGIN
+#define PACTS_COMMON_ABI_END
+#endif
+
 namespace pacts::kernels::common {
 
 // Bit casts through memcpy: well defined in C++ and in device code alike.

@@ -9,8 +9,10 @@
 #pragma once
 
 #include "common/hd.h"
+#include "common/mutant.h"
 
 namespace pacts::kernels::common {
+PACTS_COMMON_ABI_BEGIN
 
 // Keys [begin, end); empty when end <= begin.
 struct KeyRange {
@@ -33,6 +35,10 @@ PACTS_HD inline KeyRange row_keys(int64_t n, int32_t q_len, int32_t window, int3
   if (pos < 0) return {0, 0};
   int64_t begin = 0;
   if (window > 0 && pos - window + 1 > 0) begin = pos - window + 1;
+  if (window > 0 && PACTS_MUTANT(window_one_short) && pos - window + 2 > 0)
+    begin = pos - window + 2;
+  if (window > 0 && PACTS_MUTANT(window_one_long) && pos - window >= 0) begin = pos - window;
+  if (PACTS_MUTANT(causal_sees_next_key) && pos + 1 < n) return {begin, pos + 2};
   return {begin, pos + 1};
 }
 
@@ -43,6 +49,9 @@ PACTS_HD inline KeyRange sequence_keys(int64_t n, int32_t q_len, int32_t window)
   if (n <= 0) return {0, 0};
   int64_t begin = 0;
   if (window > 0 && n - q_len - window + 1 > 0) begin = n - q_len - window + 1;
+  // The W + 1 convention applied consistently: its extra key is owned (and P2-checked) too.
+  if (window > 0 && PACTS_MUTANT(window_one_long) && n - q_len - window >= 0)
+    begin = n - q_len - window;
   return {begin, n};
 }
 
@@ -55,6 +64,8 @@ PACTS_HD inline KeyRange owned_columns(KeyRange keys, int32_t page_size) {
 
 // P1 (spec/contract.md §4): 0 <= n_b <= M * P, in 64-bit arithmetic.
 PACTS_HD inline bool context_len_ok(int64_t n, int32_t max_pages_per_seq, int32_t page_size) {
+  if (PACTS_MUTANT(context_len_bound_exclusive))
+    return n >= 0 && n < int64_t{max_pages_per_seq} * page_size;
   return n >= 0 && n <= int64_t{max_pages_per_seq} * page_size;
 }
 
@@ -65,6 +76,7 @@ PACTS_HD inline bool page_id_ok(int32_t page, int32_t num_pages) {
 
 // Partitions of `partition_size` keys, [z * size, (z + 1) * size).
 PACTS_HD inline KeyRange partition_keys(int64_t z, int64_t partition_size) {
+  if (PACTS_MUTANT(partition_overlap)) return {z * partition_size, (z + 1) * partition_size + 1};
   return {z * partition_size, (z + 1) * partition_size};
 }
 
@@ -74,4 +86,5 @@ PACTS_HD inline KeyRange partitions_of(KeyRange keys, int64_t partition_size) {
   return {keys.begin / partition_size, (keys.end - 1) / partition_size + 1};
 }
 
+PACTS_COMMON_ABI_END
 }  // namespace pacts::kernels::common

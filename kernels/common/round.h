@@ -7,10 +7,12 @@
 #pragma once
 
 #include "common/hd.h"
+#include "common/mutant.h"
 
 #include <pacts/problem.h>
 
 namespace pacts::kernels::common {
+PACTS_COMMON_ABI_BEGIN
 
 // RNE of x to an IEEE-style binary format with kExpBits exponent and kManBits mantissa bits
 // (bias 2^(kExpBits-1) - 1, Inf and NaN at the top exponent): the format's code. NaN gives the
@@ -48,7 +50,8 @@ PACTS_HD inline uint32_t round_binary64(double x) {
     q = sig >> shift;
     const uint64_t rest = sig & ((1ull << shift) - 1);
     const uint64_t half = 1ull << (shift - 1);
-    if (rest > half || (rest == half && (q & 1))) ++q;
+    const bool truncate = kExpBits == 8 && kManBits == 7 && PACTS_MUTANT(bf16_truncated);
+    if (!truncate && (rest > half || (rest == half && (q & 1)))) ++q;
   }
   // q holds the significand with its implicit bit at kManBits (normal) or below (subnormal).
   // Adding it to the exponent field minus one carries a rounded-up significand of 2^(kManBits+1)
@@ -82,4 +85,5 @@ PACTS_HD inline uint32_t output_nan(pacts_format out) {
   }
 }
 
+PACTS_COMMON_ABI_END
 }  // namespace pacts::kernels::common

@@ -14,8 +14,10 @@
 #pragma once
 
 #include "common/hd.h"
+#include "common/mutant.h"
 
 namespace pacts::kernels::common {
+PACTS_COMMON_ABI_BEGIN
 
 // spec/operator.md §7: s <- c * tanh(s / c) for c > 0, after the softmax scale. tanh is bounded,
 // so s / c overflowing to +-inf (tiny c) still gives +-c.
@@ -74,6 +76,7 @@ struct SoftmaxState {
     const float alpha = empty() ? 0.0f : exp_diff(shift_of(m), shift);
     l *= alpha;
     m = m_new;
+    if (PACTS_MUTANT(rescale_skipped)) return {alpha == 0.0f ? 0.0f : 1.0f, shift};
     return {alpha, shift};
   }
 
@@ -104,13 +107,25 @@ struct MergeWeights {
 //   acc = (use_self ? acc * self : acc) + (use_other ? acc_other * other : 0).
 PACTS_HD inline MergeWeights merge(MergeState& state, double m_other, double l_other) {
   const bool other_empty = l_other == 0.0 && m_other == -INFINITY;
+  if (PACTS_MUTANT(empty_partition_nan)) {
+    // Every partial weighted by e^(m_z - m), the empty one included: its weight is 0, and 0 times
+    // its unwritten accumulator is read (spec/operator.md §10: it must be selected away).
+    const bool self_empty = state.empty();
+    const double m = m_other > state.m ? m_other : state.m;
+    const double self = self_empty ? 0.0 : exp(state.m - m);
+    const double other = exp(m_other - m);
+    state.l = state.l * self + l_other * other;
+    state.m = m;
+    return {!self_empty, true, self, other};
+  }
   if (other_empty) return {false, false, 1.0, 0.0};
   if (state.empty()) {
     state.m = m_other;
     state.l = l_other;
     return {false, true, 1.0, 1.0};
   }
-  const double m = m_other > state.m ? m_other : state.m;  // both finite or -inf (max_finite)
+  const double m = PACTS_MUTANT(merge_wrong_max) ? state.m
+                                                : (m_other > state.m ? m_other : state.m);
   const double self = exp(shift_of(state.m) - shift_of(m));
   const double other = exp(shift_of(m_other) - shift_of(m));
   state.l = state.l * self + l_other * other;
@@ -137,6 +152,10 @@ PACTS_HD inline double output_factor(double m, double l, bool has_sink, float si
 
 // spec/operator.md §9: lambda = ln sum_j e^(s_j) = shift_of(m) + ln l over the keys (sink
 // excluded), rounded once to fp32 by the caller (round.h).
-PACTS_HD inline double log_sum_exp(double m, double l) { return shift_of(m) + log(l); }
+PACTS_HD inline double log_sum_exp(double m, double l) {
+  if (PACTS_MUTANT(lse_base2)) return (shift_of(m) + log(l)) / log(2.0);
+  return shift_of(m) + log(l);
+}
 
+PACTS_COMMON_ABI_END
 }  // namespace pacts::kernels::common

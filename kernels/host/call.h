@@ -7,6 +7,7 @@
 
 #include "common/dequant.h"
 #include "common/mask.h"
+#include "common/mutant.h"
 
 #include <cstdint>
 #include <cstring>
@@ -84,7 +85,9 @@ inline Sequence check_sequence(const Call& c, int64_t b) {
     return s;
   }
   s.keys = common::sequence_keys(s.context, p.q_len, p.window);
-  const common::KeyRange columns = common::owned_columns(s.keys, p.page_size);
+  common::KeyRange columns = common::owned_columns(s.keys, p.page_size);
+  if (PACTS_MUTANT(padding_checked_as_page_ids)) columns = {0, p.max_pages_per_seq};
+  if (PACTS_MUTANT(page_id_unchecked)) columns = {0, 0};
   for (int64_t col = columns.begin; col < columns.end; ++col) {
     if (!common::page_id_ok(load<int32_t>(c.block_table, b * p.block_table_stride + col),
                             p.num_pages)) {

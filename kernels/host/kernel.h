@@ -18,6 +18,7 @@
 
 #include "common/dequant.h"
 #include "common/mask.h"
+#include "common/mutant.h"
 #include "common/round.h"
 #include "common/softmax.h"
 #include "host/call.h"
@@ -52,7 +53,8 @@ template <int kUnits, class F>
 inline void for_each_unit(const pacts_pool_layout& l, int64_t row, F&& f) {
   const int64_t chunk = l.chunk;
   for (int64_t u0 = 0; u0 < kUnits; u0 += chunk) {
-    const int64_t base = row + (u0 / chunk) * l.s_chunk;
+    const int64_t base =
+        PACTS_MUTANT(pool_chunks_ignored) ? row + u0 : row + (u0 / chunk) * l.s_chunk;
     for (int64_t e = 0; e < chunk; ++e) f(u0 + e, base + e);
   }
 }
@@ -70,8 +72,11 @@ inline void dequant_row(const Pool& pool, int64_t page, int64_t head, int64_t sl
   switch (pool.format) {
     case PACTS_FORMAT_E2M1: {
       float block[D / 32];
-      for (int k = 0; k < D / 32; ++k)
-        block[k] = common::e8m0_to_float(pool.scales[scale_at + k * sl.s_block]);
+      for (int k = 0; k < D / 32; ++k) {
+        // kStride != 1: the K tile (load_tile), where #7056's review found the rolled scales.
+        const int kb = kStride != 1 && PACTS_MUTANT(k_block_scales_rolled) ? (k + 1) % (D / 32) : k;
+        block[k] = common::e8m0_to_float(pool.scales[scale_at + kb * sl.s_block]);
+      }
       for_each_unit<D / 2>(l, row, [&](int64_t u, int64_t at) {
         const uint8_t byte = data[at];
         for (int64_t d = 2 * u; d < 2 * u + 2; ++d)
@@ -96,9 +101,63 @@ inline void dequant_row(const Pool& pool, int64_t page, int64_t head, int64_t sl
   }
   float scale = 1.0f;
   if (pool.scale_mode == PACTS_SCALE_PER_TENSOR) scale = pool.tensor_scale;
+  if (pool.scale_mode == PACTS_SCALE_PER_TENSOR && kStride == 1 &&
+      PACTS_MUTANT(v_tensor_scale_ignored))
+    scale = 1.0f;
   if (pool.scale_mode == PACTS_SCALE_PER_TOKEN) scale = load<float>(pool.scales, scale_at);
+  if (pool.scale_mode == PACTS_SCALE_PER_TOKEN && PACTS_MUTANT(per_token_scale_wrong_slot)) {
+    // The neighbouring slot of the pair (pages hold a power of two >= 8 slots: same page).
+    scale = load<float>(pool.scales, page * sl.s_page + head * sl.s_head + (slot ^ 1) * sl.s_tok);
+  }
   if (pool.scale_mode == PACTS_SCALE_NONE) return;
   for (int d = 0; d < D; ++d) out[d * kStride] = common::scaled(out[d * kStride], scale);
+}
+
+// Mutants that let unowned V rows reach P.V (weighted by P = 0) instead of skipping them: the
+// #7092 class. row_step then multiplies the whole tile.
+// (A macro: in production it is a constant expression, folded before code generation.)
+#define PACTS_HOST_PV_UNMASKED                                                                   \
+  (PACTS_MUTANT(v_tail_unmasked) || PACTS_MUTANT(padding_entries_as_pages) ||                    \
+   PACTS_MUTANT(v_scale_unowned_not_zeroed))
+
+// Tile slot `col` (key j, outside the item's keys) under the mutants that load unowned rows:
+// the tail of the sequence's last page (j >= n on its last owned column) and the keys of the
+// padding columns after it. Other slots stay as the production code leaves them.
+template <int D>
+void load_unowned_slot(const Call& c, int64_t b, int64_t head, int64_t j, int64_t col,
+                       Scratch<D>& s) {
+  const pacts_problem& p = *c.p;
+  const int64_t n = load<int32_t>(c.context_lens, b);
+  if (n <= 0 || j < n || j >= int64_t{p.max_pages_per_seq} * p.page_size) return;
+  const int64_t column = j / p.page_size;
+  const bool tail = column == (n - 1) / p.page_size;
+  const int64_t slot = j % p.page_size;
+  const int64_t entry = load<int32_t>(c.block_table, b * p.block_table_stride + column);
+  if (tail && PACTS_MUTANT(v_tail_unmasked)) {
+    dequant_row<D, 1>(c.v, entry, head, slot, s.v[col]);
+    return;
+  }
+  if (!tail && PACTS_MUTANT(padding_entries_as_pages)) {
+    // #7092 pinned padding entries to page 0; a range check keeps this process alive.
+    dequant_row<D, 1>(c.v, common::page_id_ok(static_cast<int32_t>(entry), p.num_pages) ? entry : 0,
+                      head, slot, s.v[col]);
+    return;
+  }
+  if (tail && PACTS_MUTANT(v_scale_unowned_not_zeroed)) {
+    // The V bytes masked to code 0, the slot's own scale still multiplied in.
+    const pacts_scale_layout& sl = c.v.scale_layout;
+    const int64_t at = entry * sl.s_page + head * sl.s_head + slot * sl.s_tok;
+    for (int d = 0; d < D; ++d) {
+      float scale = 1.0f;
+      if (c.v.scale_mode == PACTS_SCALE_PER_TOKEN) scale = load<float>(c.v.scales, at);
+      if (c.v.scale_mode == PACTS_SCALE_MX_BLOCK)
+        scale = common::e8m0_to_float(c.v.scales[at + (d / 32) * sl.s_block]);
+      s.v[col][d] = common::scaled(0.0f, scale);
+    }
+    return;
+  }
+  if (tail && PACTS_MUTANT(k_unowned_in_tile_max))
+    dequant_row<D, kTile>(c.k, entry, head, slot, &s.kt[0][col]);
 }
 
 // Loads the keys `keys` (all owned, inside one tile starting at key t0) of KV head `head`: K into
@@ -112,6 +171,11 @@ inline void load_tile(const Call& c, int64_t b, int64_t head, int64_t t0, KeyRan
     const int64_t col = j - t0;
     if (!keys.contains(j)) {
       for (int d = 0; d < D; ++d) s.kt[d][col] = 0.0f;
+      if (PACTS_HOST_PV_UNMASKED || PACTS_MUTANT(k_unowned_in_tile_max)) {
+        if (PACTS_HOST_PV_UNMASKED)
+          for (int d = 0; d < D; ++d) s.v[col][d] = 0.0f;
+        load_unowned_slot<D>(c, b, head, j, col, s);
+      }
       continue;
     }
     const int64_t page = load<int32_t>(c.block_table, b * p.block_table_stride + j / p.page_size);
@@ -125,7 +189,8 @@ inline void load_tile(const Call& c, int64_t b, int64_t head, int64_t t0, KeyRan
 template <int D>
 inline void load_query(const Call& c, int64_t b, int64_t i, int64_t h, float* q) {
   const pacts_problem& p = *c.p;
-  const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head;
+  int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head;
+  if (PACTS_MUTANT(q_stride_contiguous)) at = ((b * p.q_len + i) * p.num_q_heads + h) * D;
   for (int d = 0; d < D; ++d) {
     float x;
     if (c.q_bytes == 2) {
@@ -145,6 +210,8 @@ inline void store_code(uint8_t* base, int64_t element, int64_t bytes, uint32_t c
 }
 
 inline int64_t out_at(const pacts_problem& p, int64_t b, int64_t i, int64_t h) {
+  if (PACTS_MUTANT(out_stride_contiguous))
+    return ((b * p.q_len + i) * p.num_q_heads + h) * p.head_dim;
   return b * p.out_layout.s_batch + i * p.out_layout.s_tok + h * p.out_layout.s_head;
 }
 
@@ -158,6 +225,7 @@ inline void store_lse(const Call& c, int64_t b, int64_t i, int64_t h, uint32_t b
 // spec/operator.md §10: an empty row is +0 (all bits zero) with LSE -inf.
 template <int D>
 inline void store_empty_row(const Call& c, int64_t b, int64_t i, int64_t h) {
+  if (PACTS_MUTANT(empty_row_unwritten)) return;
   const int64_t at = out_at(*c.p, b, i, h);
   for (int d = 0; d < D; ++d) store_code(c.out, at + d, c.out_bytes, 0u);
   store_lse(c, b, i, h, 0xFF800000u);
@@ -167,7 +235,7 @@ inline void store_empty_row(const Call& c, int64_t b, int64_t i, int64_t h) {
 template <int D>
 inline void store_invalid_row(const Call& c, int64_t b, int64_t i, int64_t h) {
   const int64_t at = out_at(*c.p, b, i, h);
-  const uint32_t nan = common::output_nan(c.p->out_format);
+  const uint32_t nan = PACTS_MUTANT(invalid_row_zero) ? 0u : common::output_nan(c.p->out_format);
   for (int d = 0; d < D; ++d) store_code(c.out, at + d, c.out_bytes, nan);
   store_lse(c, b, i, h, 0x7FC00000u);
 }
@@ -177,16 +245,29 @@ template <int D, class Acc>
 inline void store_row(const Call& c, int64_t b, int64_t i, int64_t h, const Acc* acc, double m,
                       double l) {
   const pacts_problem& p = *c.p;
-  const float sink = p.has_sinks ? load<float>(c.sinks, h) : 0.0f;  // owned: the row is non-empty
-  const double factor = common::output_factor(m, l, p.has_sinks != 0, sink);
+  float sink = p.has_sinks ? load<float>(c.sinks, h) : 0.0f;  // owned: the row is non-empty
+  bool has_sink = p.has_sinks != 0;
+  if (PACTS_MUTANT(sink_times_softmax_scale)) sink *= p.softmax_scale;
+  if (PACTS_MUTANT(sink_softcapped) && p.softcap > 0.0f) sink = common::soft_cap(sink, p.softcap);
+  if (PACTS_MUTANT(sink_dropped_when_split) && c.partitions > 1) has_sink = false;
+  const double factor = common::output_factor(m, l, has_sink, sink);
   const int64_t at = out_at(p, b, i, h);
   for (int d = 0; d < D; ++d)
     store_code(c.out, at + d, c.out_bytes,
                common::round_to_output(p.out_format, static_cast<double>(acc[d]) * factor));
+  if (PACTS_MUTANT(out_row_overrun) && at < out_at(p, p.batch - 1, p.q_len - 1, p.num_q_heads - 1))
+    store_code(c.out, at + D, c.out_bytes,  // element D: still inside the view, never past it
+               common::round_to_output(p.out_format, static_cast<double>(acc[D - 1]) * factor));
+  if (PACTS_MUTANT(lse_includes_sink) && has_sink) {
+    store_lse(c, b, i, h, common::round_to_fp32(common::shift_of(m) +
+                                                std::log(l + std::exp(sink - common::shift_of(m)))));
+    return;
+  }
   store_lse(c, b, i, h, common::round_to_fp32(common::log_sum_exp(m, l)));
 }
 
 inline void report(const Call& c, uint32_t error) {
+  if (PACTS_MUTANT(device_error_not_reported)) return;
   if (c.error_word != nullptr && error != 0)
     std::atomic_ref<uint32_t>(*c.error_word).fetch_or(error, std::memory_order_relaxed);
 }
@@ -205,10 +286,17 @@ inline void row_step(const pacts_problem& p, Scratch<D>& s, int r, int ja, int j
     const float qd = q[d];
     for (int j = 0; j < kTile; ++j) logit[j] += qd * s.kt[d][j];
   }
-  if (p.softcap > 0.0f)
+  if (PACTS_MUTANT(q_scale_after_dot))  // common::fold_query left q_scale out of q~
+    for (int j = 0; j < kTile; ++j) logit[j] *= p.q_scale;
+  if (PACTS_MUTANT(softcap_on_unscaled_logits) && p.softcap > 0.0f)  // capped before tau
+    for (int j = 0; j < kTile; ++j)
+      logit[j] = common::soft_cap(logit[j] / p.softmax_scale, p.softcap) * p.softmax_scale;
+  if (p.softcap > 0.0f && !PACTS_MUTANT(softcap_on_unscaled_logits))
     for (int j = ja; j < jb; ++j) logit[j] = common::soft_cap(logit[j], p.softcap);
   float tile_max = -INFINITY;
   for (int j = ja; j < jb; ++j) tile_max = common::max_finite(tile_max, logit[j]);
+  if (PACTS_MUTANT(k_unowned_in_tile_max))  // the slots after the row's keys, unmasked
+    for (int j = jb; j < kTile; ++j) tile_max = common::max_finite(tile_max, logit[j]);
   const common::TileStep step = s.state[r].begin_tile(tile_max);
   float tile_sum = 0.0f;
   for (int j = ja; j < jb; ++j) {
@@ -217,6 +305,13 @@ inline void row_step(const pacts_problem& p, Scratch<D>& s, int r, int ja, int j
   }
   // Blocked sum: the tile's P.V apart, then into the accumulator (common/softmax.h).
   float pv[D];
+  if (PACTS_HOST_PV_UNMASKED) {
+    // P.V over the whole tile, P = 0 outside the row's keys: 0 * NaN = NaN (#7092).
+    for (int j = 0; j < kTile; ++j)
+      if (j < ja || j >= jb) logit[j] = 0.0f;
+    ja = 0;
+    jb = kTile;
+  }
   for (int d = 0; d < D; ++d) pv[d] = logit[ja] * s.v[ja][d];
   for (int j = ja + 1; j < jb; ++j) {
     const float pj = logit[j];
@@ -228,6 +323,14 @@ inline void row_step(const pacts_problem& p, Scratch<D>& s, int r, int ja, int j
 }
 
 // --- work items ------------------------------------------------------------------------------
+
+// Row r (0 <= r < G * L) of a (sequence, KV head) item is query token r / G of query head
+// kv_head * G + r % G: the heads of a KV head are consecutive (spec/operator.md §4).
+inline int64_t row_token(const Call& c, int64_t r) { return r / c.group; }
+inline int64_t row_head(const Call& c, int64_t kv_head, int64_t r) {
+  if (PACTS_MUTANT(kv_head_interleaved)) return (r % c.group) * c.p->num_kv_heads + kv_head;
+  return kv_head * c.group + r % c.group;
+}
 
 struct ItemIndex {
   int64_t b, kv_head, partition, row_tile;
@@ -260,7 +363,7 @@ void run_item(const Call& c, int64_t item, Scratch<D>& s) {
   if (seq.error != 0) {
     if (!direct) return;  // the merge item of this row tile writes the NaN rows and reports
     for (int r = 0; r < rows; ++r)
-      store_invalid_row<D>(c, x.b, (r0 + r) / c.group, x.kv_head * c.group + (r0 + r) % c.group);
+      store_invalid_row<D>(c, x.b, row_token(c, r0 + r), row_head(c, x.kv_head, r0 + r));
     report(c, seq.error);
     return;
   }
@@ -271,12 +374,17 @@ void run_item(const Call& c, int64_t item, Scratch<D>& s) {
   // Each row's keys in the partition; the item's keys are their union (all owned: inside U_b).
   KeyRange span{INT64_MAX, INT64_MIN};
   for (int r = 0; r < rows; ++r) {
-    const int64_t i = (r0 + r) / c.group, h = x.kv_head * c.group + (r0 + r) % c.group;
+    const int64_t i = row_token(c, r0 + r), h = row_head(c, x.kv_head, r0 + r);
+    const int64_t mask_i = PACTS_MUTANT(rows_share_last_mask) ? p.q_len - 1 : i;
     s.visible[r] = common::intersect(common::row_keys(seq.context, p.q_len, p.window,
-                                                      static_cast<int32_t>(i)), part);
+                                                      static_cast<int32_t>(mask_i)), part);
     s.state[r] = common::SoftmaxState{};
     if (s.visible[r].empty()) continue;
-    load_query<D>(c, x.b, i, h, s.q[r]);
+    if (PACTS_MUTANT(rows_token_major_q)) {  // rows taken as [head][token] for Q only
+      load_query<D>(c, x.b, (r0 + r) % p.q_len, x.kv_head * c.group + (r0 + r) / p.q_len, s.q[r]);
+    } else {
+      load_query<D>(c, x.b, i, h, s.q[r]);
+    }
     for (int d = 0; d < D; ++d) s.acc[r][d] = 0.0f;
     span.begin = std::min(span.begin, s.visible[r].begin);
     span.end = std::max(span.end, s.visible[r].end);
@@ -294,7 +402,7 @@ void run_item(const Call& c, int64_t item, Scratch<D>& s) {
   }
 
   for (int r = 0; r < rows; ++r) {
-    const int64_t i = (r0 + r) / c.group, h = x.kv_head * c.group + (r0 + r) % c.group;
+    const int64_t i = row_token(c, r0 + r), h = row_head(c, x.kv_head, r0 + r);
     const common::SoftmaxState& st = s.state[r];
     if (direct) {
       if (s.visible[r].empty()) {
@@ -323,17 +431,21 @@ void merge_item(const Call& c, int64_t item) {
   const Sequence seq = check_sequence(c, x.b);
   double acc[D];
   for (int r = 0; r < rows; ++r) {
-    const int64_t i = (r0 + r) / c.group, h = x.kv_head * c.group + (r0 + r) % c.group;
+    const int64_t i = row_token(c, r0 + r), h = row_head(c, x.kv_head, r0 + r);
     if (seq.error != 0) {
       store_invalid_row<D>(c, x.b, i, h);
       continue;
     }
-    const KeyRange keys = common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(i));
+    const int64_t mask_i = PACTS_MUTANT(rows_share_last_mask) ? p.q_len - 1 : i;
+    const KeyRange keys =
+        common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(mask_i));
     if (keys.empty()) {
       store_empty_row<D>(c, x.b, i, h);
       continue;
     }
-    const KeyRange zs = common::partitions_of(keys, c.partition_size);
+    // The mutant reads every partition of the sequence, the row's empty partials included.
+    const KeyRange zs = common::partitions_of(PACTS_MUTANT(empty_partition_nan) ? seq.keys : keys,
+                                              c.partition_size);
     common::MergeState state;
     for (int d = 0; d < D; ++d) acc[d] = 0.0;
     for (int64_t z = zs.begin; z < zs.end; ++z) {
@@ -346,6 +458,9 @@ void merge_item(const Call& c, int64_t item) {
         for (int d = 0; d < D; ++d) acc[d] += w.other * static_cast<double>(part[d]);
       }
     }
+    if (PACTS_MUTANT(sink_counted_per_partition) && p.has_sinks)  // once per partition merged
+      state.l += static_cast<double>(zs.size()) *
+                 std::exp(double{load<float>(c.sinks, h)} - common::shift_of(state.m));
     store_row<D>(c, x.b, i, h, acc, state.m, state.l);
   }
   report(c, seq.error);

@@ -1,0 +1,82 @@
+// pacts-bench internals shared by its source files (C++17: hip_timer.cpp includes this as device
+// code, which kernels/hip's nvcc flags compile as C++17): the timers (one per kind of target), the
+// inputs of a shape, the bytes model and the statistics. Not installed; bench.h is the API.
+#pragma once
+
+#include <pacts/bench/bench.h>
+#include <pacts/decode.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pacts::bench {
+
+// The host-memory inputs of one shape: every buffer filled by fill.h's rule from the data seed,
+// the block table a seeded permutation of the pages, the context lengths context_lengths().
+struct HostInputs {
+  pacts_problem problem{};
+  std::vector<uint8_t> q, k, v, k_scale, v_scale, block_table, context_lens, sinks, out;
+  pacts_buffers buffers{};  // views of the vectors above
+};
+HostInputs make_host_inputs(const Shape& shape, uint64_t seed);
+
+// Fills n bytes at `dst` with fill.h's codes of `format` (n a multiple of the element size).
+void fill_host(uint8_t* dst, uint64_t n, pacts_format format, uint64_t seed);
+
+// The block table of a shape (int32, B x max_pages_per_seq): a seeded permutation of the pages.
+std::vector<int32_t> block_table(const pacts_problem& problem, uint64_t seed);
+
+// What one timed variant measured on one shape.
+struct Measurement {
+  std::string variant;           // "safe" / "unsafe"
+  spec::Status status;           // Ok, or NotSupported / DeviceError / ... for this shape
+  std::vector<double> samples_us;
+  kernels::Plan plan;            // the plan that was timed
+};
+
+// Times shapes on one device. Implementations: the host kernels (std::chrono) and the HIP
+// kernels (device events around graph replays), with one or more variants of the kernels.
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual std::string device() const = 0;
+  virtual std::string description() const = 0;   // how time is taken, for the report
+  virtual double datasheet_tbs() const = 0;      // 0 = unknown
+  virtual std::vector<std::string> notes() const { return {}; }
+  virtual std::vector<std::string> variants() const = 0;  // "safe" first, then "unsafe" if any
+  virtual spec::Result<Ceilings> ceilings(const Options& options) = 0;
+  // One measurement per variant of this timer, in a fixed order ("safe" first).
+  virtual std::vector<Measurement> time(const Shape& shape, const Options& options) = 0;
+};
+
+std::unique_ptr<Timer> make_host_timer(const Options& options);
+#if defined(PACTS_BENCH_HAVE_HIP)
+spec::Result<std::unique_ptr<Timer>> make_hip_timer(int32_t ordinal, const Options& options);
+#endif
+
+// Median (the mean of the middle two for an even count), min and max.
+Stats statistics(const std::vector<double>& samples_us);
+
+// Bytes one call moves (bench.h Bytes) for the given context lengths and plan.
+Bytes bytes_moved(const pacts_problem& problem, const std::vector<int32_t>& context_lens,
+                  const kernels::Plan& plan);
+
+// The best paged peer's median time and TB/s on an H200 at a shape of the `peers` set
+// (../shared/notes/h200-peers.md); false for other shapes.
+bool h200_best_peer(const Shape& shape, double& us, double& tbs);
+
+// Datasheet memory bandwidth of a device by name (TB/s), 0 when unknown.
+double datasheet_tbs_for(const std::string& device_name);
+
+}  // namespace pacts::bench
+
+namespace pacts::bench {
+
+// After timing: the output of the last timed call must be finite everywhere and the error word
+// zero (finite inputs, valid tables): a timed call that computes garbage is an error, not a row.
+spec::Status check_timed_output(const pacts_problem& problem, const std::vector<uint8_t>& out,
+                                uint32_t error_word);
+
+}  // namespace pacts::bench

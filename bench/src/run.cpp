@@ -1,0 +1,234 @@
+// pacts-bench's driver: targets, the conformance gate, and timing a set behind it.
+#include "internal.h"
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/runner.h>
+#if defined(PACTS_BENCH_HAVE_HIP)
+#include <pacts/conformance/hip_backend.h>
+#endif
+
+#include <cinttypes>
+#include <cstdlib>
+
+namespace pacts::bench {
+namespace {
+
+void say(const Options& o, const char* fmt, auto... args) {
+  if (o.progress == nullptr) return;
+  std::fprintf(o.progress, fmt, args...);
+  std::fflush(o.progress);
+}
+
+spec::Status check_options(const Target& target, const Options& o) {
+  if (o.gate_cases < 0)
+    return spec::invalid_argument("gate_cases " + std::to_string(o.gate_cases) +
+                                  ": must be >= 0 (0: the caller gated this backend itself)");
+  // The median of at least 20 on a GPU (issue 8); the host accepts fewer (CI's quick runs).
+  const int32_t min_repeats = target.kind == "hip" ? 20 : 1;
+  if (o.repeats < min_repeats || o.repeats > 100000)
+    return spec::invalid_argument("repeats " + std::to_string(o.repeats) + ": accepted " +
+                                  std::to_string(min_repeats) + " to 100000 for backend " +
+                                  target.kind);
+  if (o.warmup < 0 || o.warmup > 1000)
+    return spec::invalid_argument("warmup " + std::to_string(o.warmup) + ": accepted 0 to 1000");
+  if (o.limit < 0)
+    return spec::invalid_argument("limit " + std::to_string(o.limit) + ": must be >= 0");
+  if (o.datasheet_tbs < 0)
+    return spec::invalid_argument("datasheet_tbs " + std::to_string(o.datasheet_tbs) +
+                                  ": must be >= 0 (0 = from the device name)");
+  return spec::Status::ok();
+}
+
+spec::Result<std::unique_ptr<Timer>> make_timer(const Target& target, const Options& options) {
+  if (target.kind == "host") return make_host_timer(options);
+#if defined(PACTS_BENCH_HAVE_HIP)
+  return make_hip_timer(target.ordinal, options);
+#else
+  return spec::not_supported("backend " + target.backend +
+                             ": this build has no HIP kernels (configure with "
+                             "-DPACTS_ENABLE_CUDA=ON)");
+#endif
+}
+
+Row make_row(const Shape& shape, const std::string& variant, std::string status) {
+  Row r;
+  r.shape = shape;
+  r.variant = variant;
+  r.status = std::move(status);
+  return r;
+}
+
+std::string describe_status(const spec::Status& s) {
+  if (s.code() == spec::Code::kNotSupported) return "not supported: " + s.message();
+  return "error: " + s.to_string();
+}
+
+}  // namespace
+
+spec::Result<Target> parse_target(std::string_view name) {
+  const std::string full(name);
+  const size_t plus = full.find('+');
+  const std::string base = full.substr(0, plus);
+  const auto refuse = [&] {
+    return spec::invalid_argument("backend '" + full +
+                                  "': accepted host, hip, hip:N (GPU ordinal N >= 0), or one of "
+                                  "these followed by +<fault> (conformance/fault_backend.h)");
+  };
+  if (plus != std::string::npos &&
+      !conformance::fault_from_name(std::string_view(full).substr(plus + 1)))
+    return refuse();
+  Target t;
+  t.backend = full;
+  if (base == "host") {
+    t.kind = "host";
+    return t;
+  }
+  if (base == "hip") {
+    t.kind = "hip";
+    return t;
+  }
+  if (base.rfind("hip:", 0) == 0 && base.size() > 4 && base.size() <= 8 &&
+      base.find_first_not_of("0123456789", 4) == std::string::npos) {
+    t.kind = "hip";
+    t.ordinal = std::atoi(base.c_str() + 4);
+    return t;
+  }
+  return refuse();
+}
+
+Gate run_gate(conformance::Backend& backend, const Options& options) {
+  Gate g;
+  g.cases_per_property = options.gate_cases;
+  g.seed = options.gate_seed;
+  if (options.gate_cases == 0) {
+    g.passed = true;  // vouched for by the caller (bench.h Options::gate_cases)
+    return g;
+  }
+  g.ran = true;
+  std::unique_ptr<conformance::Backend> reference = conformance::make_reference_backend();
+  conformance::RunOptions run;
+  run.seed = options.gate_seed;
+  run.cases = options.gate_cases;
+  run.case_dir = options.gate_case_dir;
+  say(options, "pacts-bench: gate on %s (%s): %zu properties, %d cases each, seed %" PRIu64 "\n",
+      backend.name().c_str(), backend.device().c_str(), conformance::catalogue().size(),
+      options.gate_cases, options.gate_seed);
+  for (const conformance::Property& p : conformance::catalogue()) {
+    const conformance::PropertyStats s = conformance::run_property(p, backend, *reference, run);
+    ++g.properties;
+    g.seconds += s.seconds;
+    say(options, "  gate %-18s %-15s %5lld cases %7.2f s\n", s.id.c_str(),
+        conformance::verdict_name(s.verdict), static_cast<long long>(s.cases), s.seconds);
+    if (s.verdict != conformance::Verdict::kFail) continue;
+    g.failures.push_back({s.id, s.name, conformance::verdict_name(s.verdict), s.failure,
+                          s.case_file, s.replay});
+  }
+  g.passed = g.failures.empty();
+  return g;
+}
+
+spec::Result<Report> run_set(std::string_view set, const Target& target,
+                             conformance::Backend& backend, const Options& options) {
+  if (spec::Status s = check_options(target, options); !s) return s;
+  spec::Result<std::vector<Shape>> shapes = shape_set(set);
+  if (!shapes) return shapes.status();
+  std::vector<Shape> todo = shapes.value();
+  if (options.limit > 0 && static_cast<size_t>(options.limit) < todo.size())
+    todo.resize(static_cast<size_t>(options.limit));
+
+  Report report;
+  report.set = std::string(set);
+  report.backend = target.backend;
+  report.device = backend.device();
+  report.repeats = options.repeats;
+  report.warmup = options.warmup;
+  report.data_seed = options.data_seed;
+  // architecture.md: bench/ asks conformance/ for a verdict before timing anything.
+  report.gate = run_gate(backend, options);
+  if (!report.gate.passed) return report;
+  if (target.backend.find('+') != std::string::npos)
+    return spec::not_supported("backend " + target.backend +
+                               ": a backend with a planted fault is never timed");
+
+  spec::Result<std::unique_ptr<Timer>> made = make_timer(target, options);
+  if (!made) return made.status();
+  Timer& timer = *made.value();
+  report.device = timer.device();
+  report.timer = timer.description();
+  report.notes = timer.notes();
+  report.datasheet_tbs = options.datasheet_tbs > 0 ? options.datasheet_tbs : timer.datasheet_tbs();
+  for (const std::string& n : report.notes) say(options, "pacts-bench: %s\n", n.c_str());
+
+  say(options, "pacts-bench: ceilings on %s ...\n", report.device.c_str());
+  spec::Result<Ceilings> ceilings = timer.ceilings(options);
+  if (!ceilings) return ceilings.status();
+  report.ceilings = ceilings.value();
+  say(options, "pacts-bench: ceilings: copy %.3g TB/s, read %.3g TB/s (%llu MiB buffers)\n",
+      report.ceilings.copy_tbs, report.ceilings.read_tbs,
+      static_cast<unsigned long long>(report.ceilings.bytes >> 20));
+
+  const std::vector<std::string> variants = timer.variants();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const Shape& shape = todo[i];
+    const pacts_problem problem = make_problem(shape);
+    // A shape outside the backend's declared capabilities is NotSupported, never timed.
+    if (spec::Status s = conformance::check_capabilities(backend.capabilities(), problem); !s) {
+      for (const std::string& v : variants)
+        report.rows.push_back(make_row(shape, v, describe_status(s)));
+      say(options, "[%zu/%zu] %s: %s\n", i + 1, todo.size(), shape.label().c_str(),
+          describe_status(s).c_str());
+      continue;
+    }
+    const std::vector<int32_t> lens = context_lengths(shape, options.data_seed);
+    for (const Measurement& m : timer.time(shape, options)) {
+      Row r = make_row(shape, m.variant, m.status ? "ok" : describe_status(m.status));
+      if (m.status) {
+        r.plan = m.plan.variant + " x" + std::to_string(m.plan.num_partitions);
+        r.time = statistics(m.samples_us);
+        r.bytes = bytes_moved(problem, lens, m.plan);
+        const double seconds = r.time.median_us * 1e-6;
+        r.kv_tbs = r.bytes.kv / seconds / 1e12;
+        r.all_tbs = r.bytes.all / seconds / 1e12;
+        const auto pct = [](double x, double of) { return of > 0 ? 100.0 * x / of : 0.0; };
+        r.kv_pct_ceiling = pct(r.kv_tbs, report.ceilings.read_tbs);
+        r.all_pct_ceiling = pct(r.all_tbs, report.ceilings.read_tbs);
+        r.kv_pct_datasheet = pct(r.kv_tbs, report.datasheet_tbs);
+        r.all_pct_datasheet = pct(r.all_tbs, report.datasheet_tbs);
+        if (report.device.find("H200") != std::string::npos)
+          h200_best_peer(shape, r.peer_us, r.peer_tbs);
+        say(options, "[%zu/%zu] %s %s: %.1f us (min %.1f, max %.1f) %.3g TB/s K/V, %.3g all\n",
+            i + 1, todo.size(), shape.label().c_str(), r.variant.c_str(), r.time.median_us,
+            r.time.min_us, r.time.max_us, r.kv_tbs, r.all_tbs);
+      } else {
+        say(options, "[%zu/%zu] %s %s: %s\n", i + 1, todo.size(), shape.label().c_str(),
+            r.variant.c_str(), r.status.c_str());
+      }
+      report.rows.push_back(std::move(r));
+    }
+  }
+  return report;
+}
+
+spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options) {
+  if (spec::Status s = check_options(target, options); !s) return s;
+  std::unique_ptr<conformance::Backend> backend;
+  const size_t plus = target.backend.find('+');
+#if defined(PACTS_BENCH_HAVE_HIP)
+  if (target.kind == "hip") {
+    backend = conformance::make_hip_backend(target.ordinal);
+    if (backend && plus != std::string::npos)
+      backend = conformance::make_fault_backend(
+          std::move(backend), *conformance::fault_from_name(target.backend.substr(plus + 1)));
+  }
+#endif
+  if (target.kind == "host") backend = conformance::make_backend(target.backend);
+  if (!backend)
+    return spec::not_supported("backend " + target.backend + ": not available in this build" +
+                               (target.kind == "hip" ? " or no such GPU" : ""));
+  (void)plus;
+  return run_set(set, target, *backend, options);
+}
+
+}  // namespace pacts::bench

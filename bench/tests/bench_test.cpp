@@ -1,0 +1,518 @@
+// pacts-bench (issue 8), CPU only, no timing assertions (conventions.md): the shape sets are the
+// issue's, the bytes model counts what a call moves, a backend that fails a property is refused
+// (named, with its case file) and nothing is timed, a passing host backend produces a table,
+// CSV, JSON and SVG that parse, and --baseline flags a planted change but not an identical run.
+// Fixed seeds, printed. Label `bench`.
+#include <pacts/bench/bench.h>
+#include <pacts/spec/validate.h>
+
+#include "../src/internal.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace pacts::bench {
+namespace {
+
+constexpr uint64_t kGateSeed = 20261129;
+constexpr uint64_t kDataSeed = 7;
+
+// ---- Shape sets: written from issue 8's text, not from shapes.cpp ------------------------
+
+TEST(ShapeSets, PeersAreTheGridOfTheNotes) {
+  // h200-peers.md / issue 8: B 1/8/32/128 x ctx 1024/4096/16384 x G 1/8 x page 16/64, bf16, D 128,
+  // Hkv 8 (L 1, all sequences at the full context).
+  std::multiset<std::tuple<int, int, int, int>> expected;
+  for (int b : {1, 8, 32, 128})
+    for (int ctx : {1024, 4096, 16384})
+      for (int g : {1, 8})
+        for (int page : {16, 64}) expected.insert({b, ctx, g, page});
+  const auto set = shape_set("peers");
+  ASSERT_TRUE(set) << set.status().to_string();
+  std::multiset<std::tuple<int, int, int, int>> got;
+  for (const Shape& s : set.value()) {
+    got.insert({s.batch, s.context, s.group(), s.page_size});
+    EXPECT_EQ(s.kv_format, PACTS_FORMAT_BF16) << s.label();
+    EXPECT_EQ(s.kv_scale_mode, PACTS_SCALE_NONE) << s.label();
+    EXPECT_EQ(s.head_dim, 128) << s.label();
+    EXPECT_EQ(s.num_kv_heads, 8) << s.label();
+    EXPECT_EQ(s.q_len, 1) << s.label();
+    EXPECT_FALSE(s.ragged || s.sinks || s.window) << s.label();
+  }
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ShapeSets, EveryPeersShapeHasThePeersFigure) {
+  // The report puts the best paged peer beside every row of the set on an H200.
+  const auto set = shape_set("peers");
+  ASSERT_TRUE(set);
+  for (const Shape& s : set.value()) {
+    double us = 0, tbs = 0;
+    EXPECT_TRUE(h200_best_peer(s, us, tbs)) << s.label();
+    // The peers' TB/s is K+V bytes of the context over their time (h200-peers.md).
+    EXPECT_NEAR(tbs, 2.0 * s.batch * s.context * 8 * 128 * 2 / (us * 1e-6) / 1e12, 0.011)
+        << s.label();
+  }
+  Shape other = set.value()[0];
+  other.set = "grid";
+  double us = 0, tbs = 0;
+  EXPECT_FALSE(h200_best_peer(other, us, tbs));
+}
+
+TEST(ShapeSets, ModelsAreTheIssuesModels) {
+  // name prefix -> (Hq, Hkv, D, sinks, window, page or 0 = any), from issue 8's list.
+  struct M {
+    int hq, hkv, d;
+    bool sinks;
+    int window, page;
+  };
+  const std::map<std::string, M> expected = {
+      {"Llama-3.1-8B", {32, 8, 128, false, 0, 0}},
+      {"Llama-3.1-70B TP8", {8, 1, 128, false, 0, 0}},
+      {"Qwen3.5-35B-A3B TP1", {16, 2, 256, false, 0, 0}},       // Hkv 2, G 8
+      {"Qwen3.5-397B-A17B TP8", {4, 1, 256, false, 0, 0}},      // Hkv 1, G 4
+      {"Qwen3.5-397B-A17B TP4", {8, 1, 256, false, 0, 0}},      // G 8
+      {"GPT-OSS-120B", {64, 8, 64, true, 128, 0}},
+  };
+  const auto set = shape_set("models");
+  ASSERT_TRUE(set) << set.status().to_string();
+  std::map<std::string, std::set<int>> q_lens;
+  bool mxfp4 = false;
+  for (const Shape& s : set.value()) {
+    q_lens[s.model].insert(s.q_len);
+    if (s.kv_format == PACTS_FORMAT_E2M1) {
+      // "an MXFP4 model (G 16, D 128, page 128)"
+      mxfp4 = true;
+      EXPECT_EQ(s.group(), 16) << s.label();
+      EXPECT_EQ(s.head_dim, 128) << s.label();
+      EXPECT_EQ(s.page_size, 128) << s.label();
+      EXPECT_EQ(s.kv_scale_mode, PACTS_SCALE_MX_BLOCK) << s.label();
+      continue;
+    }
+    const auto it = expected.find(s.model);
+    ASSERT_NE(it, expected.end()) << "a model the issue does not list: " << s.label();
+    EXPECT_EQ(s.num_q_heads, it->second.hq) << s.label();
+    EXPECT_EQ(s.num_kv_heads, it->second.hkv) << s.label();
+    EXPECT_EQ(s.head_dim, it->second.d) << s.label();
+    EXPECT_EQ(s.sinks, it->second.sinks) << s.label();
+    EXPECT_EQ(s.window, it->second.window) << s.label();
+  }
+  EXPECT_TRUE(mxfp4);
+  for (const auto& [name, m] : expected) EXPECT_EQ(q_lens[name], (std::set<int>{1, 4})) << name;
+  EXPECT_EQ(q_lens.size(), expected.size() + 1);  // + the MXFP4 model
+}
+
+TEST(ShapeSets, GridIsAFullRaggedSweep) {
+  const auto set = shape_set("grid");
+  ASSERT_TRUE(set) << set.status().to_string();
+  std::set<int> b, ctx, page, d, l;
+  std::set<std::pair<int, int>> formats;
+  std::set<std::string> labels;
+  for (const Shape& s : set.value()) {
+    EXPECT_TRUE(s.ragged) << s.label();
+    b.insert(s.batch), ctx.insert(s.context), page.insert(s.page_size), d.insert(s.head_dim);
+    l.insert(s.q_len), formats.insert({s.kv_format, s.kv_scale_mode});
+    EXPECT_TRUE(labels.insert(s.label()).second) << "duplicate " << s.label();
+  }
+  // B x ctx x page x KV format x D x L: the full product, each axis with more than one value.
+  EXPECT_EQ(set.value().size(),
+            b.size() * ctx.size() * page.size() * formats.size() * d.size() * l.size());
+  for (size_t n : {b.size(), ctx.size(), page.size(), formats.size(), d.size(), l.size()})
+    EXPECT_GT(n, 1u);
+  // Ragged lengths: ctx - U[0, 255], from the seed, reproducible; most end inside a 64-key tile.
+  Shape s = set.value().back();
+  std::printf("ragged lengths of %s, seed %llu\n", s.label().c_str(),
+              static_cast<unsigned long long>(kDataSeed));
+  s.batch = 1000;
+  const std::vector<int32_t> lens = context_lengths(s, kDataSeed);
+  EXPECT_EQ(lens, context_lengths(s, kDataSeed));
+  EXPECT_NE(lens, context_lengths(s, kDataSeed + 1));
+  int mid_tile = 0;
+  std::set<int32_t> distinct;
+  for (int32_t n : lens) {
+    EXPECT_GE(n, s.context - 255);
+    EXPECT_LE(n, s.context);
+    mid_tile += n % 64 != 0;
+    distinct.insert(n);
+  }
+  EXPECT_GT(mid_tile, 900);
+  EXPECT_GT(distinct.size(), 200u);  // spread over the range, not a constant offset
+}
+
+TEST(ShapeSets, EveryProblemIsValidAndUnknownSetsAreRefused) {
+  for (const std::string& name : set_names()) {
+    const auto set = shape_set(name);
+    ASSERT_TRUE(set);
+    for (const Shape& s : set.value()) {
+      const pacts_problem p = make_problem(s);
+      const spec::Status st = spec::validate_problem(p);
+      EXPECT_TRUE(st) << s.label() << ": " << st.to_string();
+    }
+  }
+  const auto bad = shape_set("peer");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.status().code(), spec::Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'peer'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("peers, models, grid"), std::string::npos);
+}
+
+TEST(ShapeSets, HostInputsValidateForEveryFormat) {
+  // One small shape per KV format of the grid: the buffers make_host_inputs lays out are what
+  // the problem describes (spec::validate checks every extent).
+  const auto grid = shape_set("grid");
+  ASSERT_TRUE(grid);
+  std::set<int> seen;
+  for (Shape s : grid.value()) {
+    if (!seen.insert(s.kv_format).second) continue;
+    s.batch = 2;
+    s.context = 300;
+    const HostInputs in = make_host_inputs(s, kDataSeed);
+    const spec::Status st = spec::validate(in.problem, in.buffers);
+    EXPECT_TRUE(st) << s.label() << ": " << st.to_string();
+  }
+  EXPECT_EQ(seen.size(), 5u);
+}
+
+TEST(Targets, ParsedOrRefusedByName) {
+  ASSERT_TRUE(parse_target("host"));
+  const auto hip = parse_target("hip:3");
+  ASSERT_TRUE(hip);
+  EXPECT_EQ(hip.value().kind, "hip");
+  EXPECT_EQ(hip.value().ordinal, 3);
+  const auto faulty = parse_target("host+v_tail_leak");
+  ASSERT_TRUE(faulty);
+  EXPECT_EQ(faulty.value().kind, "host");
+  for (const char* bad : {"gpu", "hip:", "hip:x", "host+no_such_fault", "reference"}) {
+    const auto t = parse_target(bad);
+    ASSERT_FALSE(t) << bad;
+    EXPECT_EQ(t.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(t.status().message().find(std::string("'") + bad + "'"), std::string::npos);
+    EXPECT_NE(t.status().message().find("hip:N"), std::string::npos);
+  }
+}
+
+// ---- Bytes model: values derived by hand from the shape ---------------------------------
+
+TEST(BytesModel, CountsKvAndEverythingElse) {
+  Shape s;
+  s.batch = 2;
+  s.context = 100;
+  s.num_q_heads = 4;
+  s.num_kv_heads = 2;
+  s.head_dim = 64;
+  s.page_size = 16;
+  const pacts_problem p = make_problem(s);
+  kernels::Plan unsplit;
+  unsplit.num_partitions = 1;
+  const std::vector<int32_t> lens = {100, 37};
+  const Bytes b = bytes_moved(p, lens, unsplit);
+  // K and V: (100 + 37) tokens x 2 heads x 64 dims x 2 bytes, twice.
+  EXPECT_EQ(b.kv, 2u * 137 * 2 * 64 * 2);
+  // + Q and O (2 x 1 x 4 x 64 x 2 bytes each), block-table entries read (7 + 3 pages, 4 bytes),
+  // context lengths (2 x 4 bytes).
+  EXPECT_EQ(b.all, b.kv + 2 * 1024 + 10 * 4 + 8);
+
+  // A window of 10 keys, L 1: only the last 10 keys of each sequence are read.
+  Shape w = s;
+  w.window = 10;
+  EXPECT_EQ(bytes_moved(make_problem(w), lens, unsplit).kv, 2u * 20 * 2 * 64 * 2);
+
+  // A split plan: partials of the partitions with keys (D floats + max + sum per row), written
+  // and read: partitions of 32 keys -> 4 + 2 with keys; rows per KV head G x L = 2.
+  kernels::Plan split;
+  split.num_partitions = 4;
+  split.partition_size = 32;
+  EXPECT_EQ(bytes_moved(p, lens, split).all, b.all + 2u * 6 * 2 * 2 * (64 + 2) * 4);
+
+  // Per-token scales: 4 bytes per token and KV head, for K and V.
+  Shape t = s;
+  t.kv_format = PACTS_FORMAT_E4M3FNUZ;
+  t.kv_scale_mode = PACTS_SCALE_PER_TOKEN;
+  const Bytes bt = bytes_moved(make_problem(t), lens, unsplit);
+  EXPECT_EQ(bt.kv, 2u * 137 * 2 * 64);
+  EXPECT_EQ(bt.all, bt.kv + 2u * 137 * 2 * 4 + 2 * 1024 + 10 * 4 + 8);
+}
+
+TEST(Statistics, MedianMinMax) {
+  const std::vector<double> odd = {5, 1, 3}, even = {4, 1, 3, 2};
+  EXPECT_EQ(statistics(odd).median_us, 3);
+  EXPECT_EQ(statistics(even).median_us, 2.5);
+  EXPECT_EQ(statistics(even).min_us, 1);
+  EXPECT_EQ(statistics(even).max_us, 4);
+  EXPECT_EQ(statistics(even).samples, 4);
+}
+
+// ---- The gate and the command -------------------------------------------------------------
+
+struct Command {
+  int status = -1;
+  std::string out, err;
+};
+
+Command run_bench(const std::string& args, const std::filesystem::path& dir) {
+  const std::filesystem::path err = dir / "stderr.txt";
+  const std::string cmd = std::string(PACTS_BENCH_BINARY) + " " + args + " 2>" + err.string();
+  std::printf("running: %s\n", cmd.c_str());
+  Command c;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  while (pipe && std::fgets(buf.data(), buf.size(), pipe)) c.out += buf.data();
+  const int raw = pipe ? pclose(pipe) : -1;
+  c.status = raw >= 0 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream f(err);
+  std::stringstream s;
+  s << f.rdbuf();
+  c.err = s.str();
+  return c;
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path d = std::filesystem::path(PACTS_BENCH_TEST_DIR) / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The quick gate of these tests: few cases, enough for the planted fault's catcher.
+Options quick(const std::filesystem::path& dir) {
+  Options o;
+  o.gate_cases = 3;
+  o.gate_seed = kGateSeed;
+  o.gate_case_dir = (dir / "failures").string();
+  o.repeats = 3;
+  o.warmup = 1;
+  o.limit = 2;
+  o.host_threads = 2;
+  o.data_seed = kDataSeed;
+  o.ceiling_bytes = uint64_t{8} << 20;
+  o.progress = nullptr;
+  return o;
+}
+
+TEST(Gate, AFailingBackendIsRefusedAndNothingIsTimed) {
+  // host+v_tail_leak: the unowned tail of the last page reaches P.V (PACTS-POISON-1's bug).
+  const std::filesystem::path dir = fresh_dir("gate_refusal");
+  std::printf("gate seed %llu\n", static_cast<unsigned long long>(kGateSeed));
+  const auto target = parse_target("host+v_tail_leak");
+  ASSERT_TRUE(target);
+  Options o = quick(dir);
+  o.gate_cases = 5;
+  const auto report = run_set("peers", target.value(), o);
+  ASSERT_TRUE(report) << report.status().to_string();
+  EXPECT_TRUE(report.value().gate.ran);
+  EXPECT_FALSE(report.value().gate.passed);
+  EXPECT_TRUE(report.value().rows.empty());
+  bool poison1 = false;
+  for (const GateFailure& f : report.value().gate.failures) {
+    EXPECT_FALSE(f.case_file.empty()) << f.id;
+    EXPECT_TRUE(std::filesystem::exists(f.case_file)) << f.case_file;
+    poison1 |= f.id == "PACTS-POISON-1";
+  }
+  EXPECT_TRUE(poison1);
+
+  // The command: refuses (exit 2) and names the property and the case file; prints no table.
+  const Command c = run_bench("--backend host+v_tail_leak --set peers --gate-cases 5 --seed 7 "
+                              "--threads 2 --limit 1 --case-dir " + (dir / "cli").string(),
+                              dir);
+  EXPECT_EQ(c.status, 2) << c.err;
+  EXPECT_NE(c.err.find("REFUSED"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("PACTS-POISON-1"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("case file: " + (dir / "cli").string()), std::string::npos) << c.err;
+  // Same seed, same gate: every property the library run found failing is named by the command.
+  for (const GateFailure& f : report.value().gate.failures)
+    EXPECT_NE(c.err.find(f.id + " " + f.name + " failed"), std::string::npos) << f.id;
+  EXPECT_EQ(c.out.find("median us"), std::string::npos) << c.out;
+}
+
+// Tag balance of an SVG document (no XML library among the dependencies): every element opened
+// is closed in order, and the root is <svg>.
+bool well_formed_svg(const std::string& s, int& polylines) {
+  std::vector<std::string> stack;
+  polylines = 0;
+  size_t i = 0;
+  while ((i = s.find('<', i)) != std::string::npos) {
+    const size_t end = s.find('>', i);
+    if (end == std::string::npos) return false;
+    const std::string tag = s.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (tag.empty()) return false;
+    if (tag[0] == '/') {
+      if (stack.empty() || stack.back() != tag.substr(1)) return false;
+      stack.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" /"));
+    if (name == "polyline") ++polylines;
+    if (tag.back() != '/') stack.push_back(name);
+    else if (stack.empty()) return false;
+  }
+  return stack.empty() && s.rfind("<svg", 0) == 0;
+}
+
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') out.back() += '"', ++i;
+    else if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) out.emplace_back();
+    else out.back() += c;
+  }
+  return out;
+}
+
+TEST(Command, PassingHostBackendWritesTableCsvJsonSvg) {
+  const std::filesystem::path dir = fresh_dir("host_reports");
+  const std::string files = " --csv " + (dir / "r.csv").string() + " --json " +
+                            (dir / "r.json").string() + " --svg " + (dir / "r.svg").string();
+  const Command c = run_bench("--backend host --set peers --limit 2 --gate-cases 3 --repeats 3 "
+                              "--warmup 1 --seed 7 --threads 2 --ceiling-mib 8 --case-dir " +
+                                  (dir / "failures").string() + files,
+                              dir);
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  // Progress on stderr: the gate's lines and one line per shape.
+  EXPECT_NE(c.err.find("gate PACTS-POISON-1"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("[2/2]"), std::string::npos) << c.err;
+  std::printf("%s", c.out.c_str());
+
+  const auto report = from_json(read(dir / "r.json"));
+  ASSERT_TRUE(report) << report.status().to_string();
+  const Report& r = report.value();
+  EXPECT_TRUE(r.gate.ran && r.gate.passed);
+  EXPECT_EQ(r.gate.seed, kGateSeed);
+  EXPECT_GT(r.ceilings.read_tbs, 0);
+  EXPECT_GT(r.ceilings.copy_tbs, 0);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const auto peers = shape_set("peers");
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const Row& row = r.rows[i];
+    EXPECT_TRUE(row.ok()) << row.status;
+    EXPECT_EQ(row.shape.label(), peers.value()[i].label());
+    EXPECT_EQ(row.variant, "safe");
+    EXPECT_EQ(row.time.samples, 3);
+    EXPECT_LE(row.time.min_us, row.time.median_us);
+    EXPECT_LE(row.time.median_us, row.time.max_us);
+    EXPECT_GT(row.time.min_us, 0);
+    EXPECT_GT(row.bytes.all, row.bytes.kv);
+    EXPECT_NEAR(row.kv_tbs, row.bytes.kv / (row.time.median_us * 1e-6) / 1e12, 1e-9 * row.kv_tbs);
+    EXPECT_NE(c.out.find(row.shape.label()), std::string::npos);  // the table has the row
+  }
+  // JSON round trip is lossless for what compare() reads.
+  EXPECT_EQ(to_json(from_json(to_json(r)).value()), to_json(r));
+
+  const std::string csv = read(dir / "r.csv");
+  std::istringstream lines(csv);
+  std::string line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(lines, line)) rows.push_back(csv_fields(line));
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows) EXPECT_EQ(row.size(), rows[0].size());
+  EXPECT_EQ(rows[0][14], "label");
+  EXPECT_EQ(rows[1][14], r.rows[0].shape.label());
+  EXPECT_EQ(rows[1][16], "ok");
+
+  int polylines = 0;
+  const std::string svg = read(dir / "r.svg");
+  EXPECT_TRUE(well_formed_svg(svg, polylines)) << svg;
+  EXPECT_EQ(polylines, 1);  // both rows are bf16, page 16: one series
+  EXPECT_NE(svg.find("bf16 p16"), std::string::npos);
+}
+
+TEST(Baseline, FlagsAPlantedChangeAndNotAnIdenticalRun) {
+  const std::filesystem::path dir = fresh_dir("baseline");
+  const auto target = parse_target("host");
+  ASSERT_TRUE(target);
+  Options o = quick(dir);
+  o.repeats = 5;
+  const auto run = run_set("peers", target.value(), o);
+  ASSERT_TRUE(run) << run.status().to_string();
+  const Report& r = run.value();
+  ASSERT_EQ(r.rows.size(), 2u);
+
+  const Comparison same = compare(r, r);
+  EXPECT_EQ(same.compared, 2);
+  EXPECT_TRUE(same.changes.empty()) << to_text(same);
+
+  // Planted: the second row 40% slower in every sample (the intervals separate).
+  Report slower = r;
+  Row& row = slower.rows[1];
+  const double spread = row.time.max_us / row.time.min_us;
+  const double factor = std::max(1.4, spread * 1.1);
+  row.time.median_us *= factor, row.time.min_us *= factor, row.time.max_us *= factor;
+  const Comparison planted = compare(r, slower);
+  ASSERT_EQ(planted.changes.size(), 1u) << to_text(planted);
+  EXPECT_EQ(planted.changes[0].label, r.rows[1].shape.label());
+  EXPECT_GT(planted.changes[0].percent, 0);
+  EXPECT_NE(to_text(planted).find("SLOWER"), std::string::npos);
+
+  // Within the noise: the median moves 30% but the intervals still overlap: not flagged.
+  Report noisy = r;
+  noisy.rows[0].time.median_us *= 1.3;
+  noisy.rows[0].time.min_us = r.rows[0].time.min_us;
+  noisy.rows[0].time.max_us = std::max(noisy.rows[0].time.median_us, r.rows[0].time.max_us);
+  EXPECT_TRUE(compare(r, noisy).changes.empty());
+
+  // The command with --baseline: a baseline 100x faster than anything measured is flagged, exit 3.
+  Report fast = r;
+  for (Row& x : fast.rows) x.time.median_us /= 100, x.time.min_us /= 100, x.time.max_us /= 100;
+  {
+    std::ofstream f(dir / "fast.json");
+    f << to_json(fast);
+  }
+  const Command c = run_bench("--backend host --set peers --limit 2 --gate-cases 1 --repeats 3 "
+                              "--warmup 1 --seed 7 --threads 2 --ceiling-mib 8 --case-dir " +
+                                  (dir / "failures").string() + " --baseline " +
+                                  (dir / "fast.json").string(),
+                              dir);
+  EXPECT_EQ(c.status, 3) << c.err << c.out;
+  EXPECT_NE(c.out.find("2 rows compared, 2 changed beyond the noise"), std::string::npos) << c.out;
+}
+
+TEST(Options, BadValuesAreRefusedByName) {
+  const std::filesystem::path dir = fresh_dir("options");
+  const auto host = parse_target("host");
+  Options o = quick(dir);
+  o.gate_cases = 0;  // the refusals come before the gate
+  o.repeats = 0;
+  auto r = run_set("peers", host.value(), o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("repeats 0"), std::string::npos) << r.status().to_string();
+  const auto hip = parse_target("hip:0");
+  o.repeats = 10;
+  r = run_set("peers", hip.value(), o);  // GPU medians take at least 20 samples (issue 8)
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("repeats 10"), std::string::npos) << r.status().to_string();
+#if !defined(PACTS_BENCH_HAVE_HIP)
+  o.repeats = 20;
+  r = run_set("peers", hip.value(), o);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().code(), spec::Code::kNotSupported) << r.status().to_string();
+#endif
+  o.repeats = 3;
+  r = run_set("nope", host.value(), o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("'nope'"), std::string::npos);
+
+  // The command never skips the gate.
+  const Command c = run_bench("--backend host --set peers --gate-cases 0", dir);
+  EXPECT_EQ(c.status, 1);
+  EXPECT_NE(c.err.find("--gate-cases 0"), std::string::npos) << c.err;
+}
+
+}  // namespace
+}  // namespace pacts::bench

@@ -1,0 +1,74 @@
+// The qualification report of pacts-qualify: what ran on which backend, and the verdicts, as
+// Markdown for people, JSON and JUnit XML for machines (README "main job").
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/conformance/self_checks.h>  // Verdict
+#include <pacts/spec/status.h>
+#include <pacts/spec/tolerance.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pacts::conformance::report {
+
+// Case counts of one source (mustpass or generated) per result state (spec/properties.md §1).
+struct Counts {
+  int64_t pass = 0, fail = 0, not_supported = 0, quality_warning = 0;
+  int64_t total() const { return pass + fail + not_supported + quality_warning; }
+};
+
+// One property on one backend.
+struct PropertyRow {
+  std::string id, name;
+  bool mandatory = true;           // the property's level (a Fail verdict is mandatory anyway)
+  Verdict verdict = Verdict::kPass;
+  Counts mustpass, generated;
+  double worst_ratio = 0;          // worst error/bound ratio seen (0 for bitwise checks)
+  double seconds = 0;
+  std::vector<std::string> failing_case_files;  // mustpass files, then the shrunk generated case
+  std::string detail;              // the first failure or warning
+  std::string replay;              // the command that replays the generated failure
+};
+
+struct BackendSection {
+  std::string name, device, driver, runtime;
+  std::string plugin_path, plugin_name, plugin_version;  // external backends only
+  Capabilities capabilities;
+  spec::NumericsProfile profile;
+  std::vector<PropertyRow> rows;
+  std::string bench;               // the bench sets' tables (Markdown), or why there are none
+  std::vector<std::string> bench_json;  // bench/'s JSON report of each set that ran
+};
+
+struct Report {
+  std::string suite_version, compiler, build_type, started_utc;
+  uint64_t seed = 0;
+  int32_t cases_per_property = 0;
+  std::string mustpass_dir;
+  int mustpass_version = 0;
+  int64_t mustpass_files = 0;
+  std::vector<CheckResult> self_checks;   // the reference's self-checks
+  std::vector<BackendSection> backends;
+  std::vector<std::string> compile_only;  // e.g. "gfx942": compiled for, nothing ran
+  std::vector<std::string> notes;         // backends that could not be opened, and why
+};
+
+// Fail > QualityWarning > Pass > NotSupported: the verdict of a row from its case counts
+// (a row that executed nothing is NotSupported, spec/properties.md §1).
+Verdict combine(const Counts& mustpass, const Counts& generated);
+
+// True when anything Mandatory failed: a property row or a self-check.
+bool mandatory_failure(const Report& report);
+
+nlohmann::json to_json(const Report& report);
+std::string to_markdown(const Report& report);
+std::string to_junit(const Report& report);
+
+// Writes report.md, report.json and report.junit.xml into `dir` (created if needed).
+spec::Status write_report(const Report& report, const std::string& dir);
+
+}  // namespace pacts::conformance::report

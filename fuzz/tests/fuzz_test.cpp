@@ -1,0 +1,435 @@
+// pacts-fuzz (ctest label `fuzz`): what a campaign must get right for its results to be trusted.
+// Campaign budgets are cases, never seconds; seeds are fixed and printed. The binary is spawned
+// where its process matters (exit status, replay, merge, a signal mid-campaign).
+#include "campaign.h"
+#include "case_stream.h"
+#include "summary.h"
+
+#include <pacts/conformance/case_file.h>
+#include <pacts/conformance/property.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace pf = pacts::fuzz;
+namespace pc = pacts::conformance;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kSeed = 20261129;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::path(PACTS_FUZZ_TEST_DIR) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  EXPECT_TRUE(in.good()) << p;
+  return nlohmann::json::parse(in);
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts pacts-fuzz with `args`, its stdout and stderr going to `log`.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
+  std::printf("spawn: %s", PACTS_FUZZ_BINARY);
+  for (const std::string& a : args) std::printf(" %s", a.c_str());
+  std::printf("\n");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(PACTS_FUZZ_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(PACTS_FUZZ_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit status of a child (128 + signal if a signal ended it). A child still running after
+// the guard is killed and reported as -1: a hang fails the test instead of hanging ctest.
+int wait_exit(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run_binary(const std::vector<std::string>& args, const fs::path& log) {
+  const int rc = wait_exit(spawn(args, log));
+  std::printf("exit %d; output:\n%s\n", rc, read_text(log).c_str());
+  return rc;
+}
+
+// Every count of a summary adds up: per property, over properties, against the campaigns and
+// against the coverage table (which counts the cases the backend ran, NotSupported excluded).
+void expect_counts_add_up(const nlohmann::json& s) {
+  int64_t cases = 0, not_supported = 0, failed = 0;
+  for (const auto& p : s["properties"]) {
+    const int64_t n = p["cases"];
+    EXPECT_EQ(n, p["passed"].get<int64_t>() + p["not_supported"].get<int64_t>() +
+                     p["failed"].get<int64_t>() + p["quality_warnings"].get<int64_t>())
+        << p.dump();
+    cases += n;
+    not_supported += p["not_supported"].get<int64_t>();
+    failed += p["failed"].get<int64_t>();
+  }
+  EXPECT_EQ(s["totals"]["cases"].get<int64_t>(), cases);
+  EXPECT_EQ(s["totals"]["failed"].get<int64_t>(), failed);
+  int64_t campaign_cases = 0;
+  for (const auto& c : s["campaigns"]) campaign_cases += c["cases"].get<int64_t>();
+  EXPECT_EQ(campaign_cases, cases);
+  EXPECT_EQ(s["coverage"]["cases"].get<int64_t>(), cases - not_supported);
+  int64_t in_cells = 0;
+  for (const auto& [k, n] : s["coverage"]["cells"].items()) in_cells += n.get<int64_t>();
+  EXPECT_EQ(in_cells, cases - not_supported);
+  for (const auto& [axis, values] : s["coverage"]["axes"].items()) {
+    int64_t sum = 0;
+    for (const auto& [v, n] : values.items()) sum += n.get<int64_t>();
+    EXPECT_EQ(sum, cases - not_supported) << axis;
+  }
+}
+
+std::string case_text(const pc::CaseSpec& spec) {
+  pc::CaseFile f;
+  f.spec = spec;
+  return pc::to_json_text(f);
+}
+
+}  // namespace
+
+TEST(FuzzShard, ParsesAndRefuses) {
+  auto ok = pf::parse_shard("3/8");
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ(ok.value().index, 3);
+  EXPECT_EQ(ok.value().count, 8);
+  for (const char* bad : {"8/8", "-1/2", "1", "1/0", "a/2", "1/2x", ""}) {
+    auto r = pf::parse_shard(bad);
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_NE(r.status().message().find(std::string("'") + bad + "'"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+// Shards of one campaign never run the same case, and a case is regenerated from
+// (seed, shard, index) alone: the whole case (structure, overrides and data seed) is compared.
+TEST(FuzzStream, ShardsAreDisjointAndCasesReproducible) {
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const pc::Property* p = pc::find_property("PACTS-ACC-1");
+  ASSERT_NE(p, nullptr);
+  const rc::Gen<pc::CaseSpec> gen = pc::gen_case(p->limits);
+  std::map<std::string, std::string> seen;  // case -> "shard/index" that made it
+  std::set<uint64_t> data_seeds;
+  int repeats = 0;
+  std::string first_repeat;
+  const int64_t shards = 3, per_shard = 150;
+  for (int64_t k = 0; k < shards; ++k)
+    for (int64_t i = 0; i < per_shard; ++i) {
+      const pf::CaseId id{kSeed, {k, shards}, i};
+      const pf::Generated g = *pf::generate(gen, id);
+      const std::string where = std::to_string(k) + "/" + std::to_string(shards) + " #" + std::to_string(i);
+      const auto [it, fresh] = seen.emplace(case_text(g.spec), where);
+      if (!fresh && repeats++ == 0)
+        first_repeat = where + " repeats the case of " + it->second + ": " + pc::describe(g.spec);
+      data_seeds.insert(g.spec.seed);
+      if (i % 50 == 0) {
+        EXPECT_EQ(case_text(pf::generate(gen, id)->spec), case_text(g.spec)) << where;
+      }
+    }
+  EXPECT_EQ(repeats, 0) << first_repeat;
+  EXPECT_EQ(data_seeds.size(), static_cast<size_t>(shards * per_shard));
+  // The sizes are spread over 0..100 (the small cases shrinking would reach, and the nominal).
+  int small = 0, large = 0;
+  for (int64_t i = 0; i < 300; ++i) {
+    const int s = pf::draw_of({kSeed, {0, 1}, i}).size;
+    EXPECT_GE(s, 0);
+    EXPECT_LE(s, 100);
+    small += s < 20;
+    large += s > 80;
+  }
+  EXPECT_GT(small, 0);
+  EXPECT_GT(large, 0);
+}
+
+// Shrinking keeps the failure and walks to a local minimum of it: with a planted "bug" that needs
+// a batch of 3 or more and a head dim of 128 or more, the minimal case sits on that boundary.
+TEST(FuzzShrink, GreedyShrinkEndsAtTheFailuresBoundary) {
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const pc::Property* p = pc::find_property("PACTS-ACC-1");
+  ASSERT_NE(p, nullptr);
+  const rc::Gen<pc::CaseSpec> gen = pc::gen_case(p->limits);
+  const pf::CheckFn bug = [](const pc::CaseSpec& c) {
+    return c.shape.batch >= 3 && c.shape.head_dim >= 128 ? pc::Outcome::fail("planted")
+                                                          : pc::Outcome::pass();
+  };
+  int shrunk = 0;
+  const std::atomic<bool> no_stop{false};
+  for (int64_t i = 0; i < 400 && shrunk < 5; ++i) {
+    const pf::Generated g = *pf::generate(gen, {kSeed, {0, 1}, i});
+    const pc::Outcome first = bug(g.spec);
+    if (!first.failed() || (g.spec.shape.batch == 3 && g.spec.shape.head_dim == 128)) continue;
+    ++shrunk;
+    const pf::ShrinkResult r = pf::shrink(g, first, g.spec.seed, bug, {}, no_stop);
+    EXPECT_TRUE(bug(r.minimal).failed()) << pc::describe(r.minimal);
+    EXPECT_TRUE(r.outcome.failed());
+    // 3, or 5 from the generator's batch-of-5-or-more branch, whose smallest value is 5 and
+    // which shrinking cannot leave (generators.cpp draws the branch first).
+    EXPECT_TRUE(r.minimal.shape.batch == 3 || r.minimal.shape.batch == 5)
+        << pc::describe(g.spec) << " -> " << pc::describe(r.minimal);
+    EXPECT_EQ(r.minimal.shape.head_dim, 128) << pc::describe(r.minimal);
+    EXPECT_EQ(r.minimal.seed, g.spec.seed);  // the bytes' seed is the case's, never shrunk
+    EXPECT_GT(r.steps, 0);
+    EXPECT_FALSE(r.stopped);
+    // The bound on accepted steps holds.
+    const pf::ShrinkResult one = pf::shrink(g, first, g.spec.seed, bug, {1, 2000}, no_stop);
+    EXPECT_EQ(one.steps, 1);
+    EXPECT_TRUE(one.stopped);
+    EXPECT_TRUE(bug(one.minimal).failed());
+  }
+  EXPECT_EQ(shrunk, 5);
+}
+
+// A case the generator cannot produce is reported (and the campaign counts it as discarded), as
+// RapidCheck's own loop discards it; it never ends the campaign.
+TEST(FuzzStream, GenerationFailureIsADiscardNotACrash) {
+  const rc::Gen<pc::CaseSpec> impossible = rc::gen::exec([]() -> pc::CaseSpec {
+    return pc::CaseSpec{{}, *rc::gen::inRange<uint64_t>(5, 5), {}};  // an empty range
+  });
+  std::string why;
+  EXPECT_FALSE(pf::generate(impossible, {kSeed, {0, 1}, 0}, &why).has_value());
+  EXPECT_NE(why.find("[5, 5)"), std::string::npos) << why;
+}
+
+// Identical minimal failures are one record: the signature ignores the data seed (which never
+// shrinks) and nothing else.
+TEST(FuzzDedupe, SignatureIsTheCaseWithoutItsDataSeed) {
+  pc::CaseSpec a;
+  a.shape.contexts = {5, 17};
+  a.seed = 1;
+  pc::CaseSpec b = a;
+  b.seed = 99;
+  const std::string sig = pf::failure_signature("PACTS-POISON-1", "host", a);
+  EXPECT_EQ(sig, pf::failure_signature("PACTS-POISON-1", "host", b));
+  EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-2", "host", a));
+  EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "hip", a));
+  pc::CaseSpec c = a;
+  c.shape.contexts[1] = 16;
+  EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "host", c));
+  pc::CaseSpec d = a;
+  d.overrides.push_back({});
+  EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "host", d));
+}
+
+// A short campaign on the host backend ends with a summary whose counts add up, written both as
+// summary.json (which reads back) and as JUnit XML with one testcase per property.
+TEST(FuzzCampaign, HostCampaignSummaryAddsUp) {
+  const fs::path out = fresh_dir("host_campaign");
+  pf::CampaignOptions o;
+  o.seed = kSeed;
+  o.cases = 2 * static_cast<int64_t>(pc::catalogue().size());  // two cases of every property
+  o.workers.backend = "host";
+  o.workers.jobs = 2;
+  o.out_dir = out.string();
+  std::printf("seed %llu, %lld cases\n", static_cast<unsigned long long>(o.seed),
+              static_cast<long long>(o.cases));
+  const pf::CampaignOutcome r = pf::run_campaign(o, stdout);
+  ASSERT_TRUE(r.status.is_ok()) << r.status.to_string();
+  // Every index of the budget ran, was skipped as a costly property's (PACTS-DEV-2) turn, or was
+  // discarded because the generator could not produce it.
+  int64_t skipped = 0;
+  for (const pf::PropertyCounts& c : r.summary.properties) skipped += c.skipped + c.discarded;
+  EXPECT_EQ(r.summary.cases() + skipped, o.cases);
+  EXPECT_EQ(r.summary.failed(), 0);
+
+  const nlohmann::json s = read_json(out / "summary.json");
+  expect_counts_add_up(s);
+  EXPECT_TRUE(s["complete"].get<bool>());
+  EXPECT_EQ(s["campaigns"][0]["seed"], std::to_string(kSeed));
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "cases");
+  EXPECT_EQ(s["campaigns"][0]["workers"].size(), 2u);
+  EXPECT_EQ(s["properties"].size(), pc::catalogue().size());
+  EXPECT_GT(s["coverage"]["cells_covered"].get<int64_t>(), 0);
+  auto back = pf::summary_from_json(s);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back.value().to_json(), s);
+
+  const std::string junit = read_text(out / "junit.xml");
+  size_t testcases = 0;
+  for (size_t at = junit.find("<testcase "); at != std::string::npos; at = junit.find("<testcase ", at + 1))
+    ++testcases;
+  EXPECT_EQ(testcases, pc::catalogue().size());
+  EXPECT_NE(junit.find("PACTS_POISON_1_UnownedRowsDoNotLeak"), std::string::npos);
+  EXPECT_EQ(junit.find("<failure"), std::string::npos);
+}
+
+// The self-test's fault (#7092's V tail leak) is found, shrunk, saved as a case file, replayed
+// as a failure on the faulty backend, and passes on the plain host backend.
+TEST(FuzzCampaign, FindsShrinksSavesAndReplaysAPlantedFault) {
+  const fs::path out = fresh_dir("fault_campaign");
+  const int rc = run_binary({"run", "--backend", "host+v_tail_leak", "--properties", "POISON-1",
+                             "--cases", "8", "--jobs", "2", "--seed", std::to_string(kSeed),
+                             "--out", out.string()},
+                            out / "log.txt");
+  EXPECT_EQ(rc, 1);  // failures found
+  const nlohmann::json s = read_json(out / "summary.json");
+  expect_counts_add_up(s);
+  ASSERT_GE(s["failures"].size(), 1u);
+  int64_t occurrences = 0;
+  int shrunk = 0;
+  for (const auto& f : s["failures"]) {
+    occurrences += f["occurrences"].get<int64_t>();
+    EXPECT_EQ(f["property"], "PACTS-POISON-1");
+    EXPECT_EQ(f["backend"], "host+v_tail_leak");
+    shrunk += f["shrink_steps"].get<int>() > 0 && f["original"] != f["minimal"];
+    const fs::path file = out / f["case_file"].get<std::string>();
+    auto cf = pc::read_case_file(file.string());
+    ASSERT_TRUE(cf.is_ok()) << cf.status().to_string();
+    EXPECT_EQ(cf.value().property, "PACTS-POISON-1");
+    EXPECT_EQ(cf.value().backend, "host+v_tail_leak");
+    EXPECT_EQ(cf.value().run_seed, kSeed);
+    EXPECT_EQ(pc::describe(cf.value().spec), f["minimal"].get<std::string>());
+  }
+  EXPECT_GT(shrunk, 0);  // generated cases are rarely minimal: shrinking must have run
+  // Deduplication loses no failing case: every failure is one occurrence of a record.
+  EXPECT_EQ(occurrences, s["totals"]["failed"].get<int64_t>());
+
+  const std::string first = (out / s["failures"][0]["case_file"].get<std::string>()).string();
+  EXPECT_EQ(run_binary({"replay", first}, out / "replay_fault.txt"), 1);
+  EXPECT_EQ(run_binary({"replay", first, "--backend", "host"}, out / "replay_host.txt"), 0);
+  EXPECT_EQ(run_binary({"replay", out.string()}, out / "replay_dir.txt"), 1);
+}
+
+// Shard summaries merge into one whose counts, coverage and failures add up, with every failure's
+// case file next to it (so the merged directory replays).
+TEST(FuzzMerge, ShardSummariesAddUp) {
+  const fs::path root = fresh_dir("merge");
+  std::vector<nlohmann::json> parts;
+  for (int k = 0; k < 2; ++k) {
+    const fs::path out = root / ("shard" + std::to_string(k));
+    const int rc = run_binary({"run", "--backend", "host+v_tail_leak", "--properties",
+                               "POISON-1,ACC-1", "--cases", "6", "--jobs", "2", "--shard",
+                               std::to_string(k) + "/2", "--seed", std::to_string(kSeed),
+                               "--shrink-steps", "3", "--out", out.string()},
+                              out.string() + ".log");
+    EXPECT_TRUE(rc == 0 || rc == 1) << rc;
+    parts.push_back(read_json(out / "summary.json"));
+  }
+  const fs::path merged_dir = root / "merged";
+  ASSERT_EQ(run_binary({"merge", merged_dir.string(), (root / "shard0").string(),
+                        (root / "shard1" / "summary.json").string()},
+                       root / "merge.log"),
+            0);
+  const nlohmann::json m = read_json(merged_dir / "summary.json");
+  expect_counts_add_up(m);
+  EXPECT_EQ(m["campaigns"].size(), 2u);
+  EXPECT_EQ(m["totals"]["cases"].get<int64_t>(),
+            parts[0]["totals"]["cases"].get<int64_t>() + parts[1]["totals"]["cases"].get<int64_t>());
+  for (const auto& p : m["properties"]) {
+    int64_t sum = 0;
+    for (const auto& part : parts)
+      for (const auto& q : part["properties"])
+        if (q["id"] == p["id"]) sum += q["cases"].get<int64_t>();
+    EXPECT_EQ(p["cases"].get<int64_t>(), sum) << p["id"];
+  }
+  int64_t occurrences = 0, part_occurrences = 0;
+  std::set<std::string> signatures;
+  for (const auto& f : m["failures"]) {
+    occurrences += f["occurrences"].get<int64_t>();
+    EXPECT_TRUE(signatures.insert(f["signature"].get<std::string>()).second);
+    EXPECT_TRUE(fs::exists(merged_dir / f["case_file"].get<std::string>())) << f["case_file"];
+  }
+  for (const auto& part : parts)
+    for (const auto& f : part["failures"]) part_occurrences += f["occurrences"].get<int64_t>();
+  EXPECT_EQ(occurrences, part_occurrences);
+  EXPECT_EQ(occurrences, m["totals"]["failed"].get<int64_t>());
+  ASSERT_FALSE(m["failures"].empty());  // the fault is found in both shards (fixed seed)
+  EXPECT_EQ(run_binary({"replay", merged_dir.string()}, root / "replay.log"), 1);
+}
+
+// A summary that does not add up, or has a value of the wrong type, is refused by name.
+TEST(FuzzMerge, RefusesABadSummaryNamingTheKey) {
+  pf::Summary s;
+  pf::PropertyCounts p;
+  p.id = "PACTS-ACC-1";
+  p.cases = 3;
+  p.passed = 3;
+  s.properties.push_back(p);
+  s.campaigns.push_back({});
+  nlohmann::json j = s.to_json();
+  ASSERT_TRUE(pf::summary_from_json(j).is_ok());
+  j["properties"][0]["passed"] = 2;
+  auto r = pf::summary_from_json(j);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("properties[0].cases"), std::string::npos)
+      << r.status().message();
+  j["properties"][0]["passed"] = "3";
+  r = pf::summary_from_json(j);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("properties[0].passed \"3\""), std::string::npos)
+      << r.status().message();
+}
+
+// SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
+// interrupted, and exits with 128 + SIGINT.
+TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
+  const fs::path out = fresh_dir("sigint");
+  const fs::path log = out.parent_path() / "sigint.log";
+  const pid_t pid = spawn({"run", "--backend", "host", "--jobs", "1", "--seed",
+                           std::to_string(kSeed), "--progress", "--out", out.string()},
+                          log);
+  // Mid-campaign: wait for a progress line that counts a finished case (a guard, not a timing
+  // assertion: the deadline only keeps a broken binary from hanging the test).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  bool running = false;
+  while (!running && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string text = read_text(log);
+    for (size_t at = text.find("] cases "); at != std::string::npos; at = text.find("] cases ", at + 1))
+      running = running || (text[at + 8] >= '1' && text[at + 8] <= '9');
+  }
+  ASSERT_TRUE(running) << read_text(log);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGINT) << read_text(log);
+  const nlohmann::json s = read_json(out / "summary.json");
+  expect_counts_add_up(s);
+  EXPECT_TRUE(s["complete"].get<bool>());
+  EXPECT_TRUE(s["campaigns"][0]["interrupted"].get<bool>());
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_GE(s["totals"]["cases"].get<int64_t>(), 1);
+  EXPECT_TRUE(fs::exists(out / "junit.xml"));
+}

@@ -1,0 +1,197 @@
+/* pacts external backend ABI, version 1: how a shared library presents its own paged-attention
+ * decode kernel to pacts (pacts-qualify --backend-lib PATH, pacts-conformance --backend-lib PATH),
+ * so a vendor qualifies its kernel without recompiling pacts.
+ *
+ * Plain C (C99 and C++), built on the spec's problem descriptor (pacts/problem.h): nothing that
+ * crosses this boundary is a C++ type, and no exception may cross it.
+ *
+ * A plugin exports ONE symbol, PACTS_BACKEND_ENTRY_SYMBOL:
+ *
+ *   PACTS_BACKEND_EXPORT const pacts_backend_v1* pacts_backend_entry(void);
+ *
+ * returning a pointer to a static, immutable descriptor. Its first two fields (abi_version,
+ * descriptor_bytes) keep their place in every future version, so pacts reads them before anything
+ * else and refuses a version it does not implement (InvalidArgument naming the library, the field
+ * and the versions it accepts), never misreading a newer layout.
+ *
+ * Ownership:
+ * - The descriptor and every string it points to belong to the plugin and must stay valid and
+ *   unchanged until the library is unloaded (dlclose). pacts copies what it keeps.
+ * - Instances are opaque: create() makes one, destroy() ends it; pacts destroys every instance
+ *   it created before unloading the library.
+ * - Buffers (pacts_buffers) are HOST memory owned by pacts, valid for the duration of one call
+ *   only; a plugin must not keep their addresses. A GPU plugin uploads the inputs, runs, and
+ *   downloads the WHOLE out and lse allocations (spec/properties.md PACTS-EDGE-2 checks the bytes
+ *   it must not write). It writes `out` and, with want_lse, `lse`; run_replayed() also overwrites
+ *   `context_lens` (below). Nothing else is written.
+ * - pacts_backend_result is owned by the caller, zero-filled before the call; the plugin fills
+ *   it. Its text fields are fixed arrays: the plugin writes NUL-terminated text and truncates.
+ *
+ * Threading:
+ * - entry() and the descriptor may be read from any thread.
+ * - create() and destroy() may be called from any thread, but never concurrently with another
+ *   call on the same instance.
+ * - pacts calls one instance from one thread at a time (calls may come from different threads,
+ *   one after the other). Distinct instances may be used concurrently; a plugin that cannot
+ *   allow that must serialise internally.
+ *
+ * Errors: every function reports through a pacts_status_code and a message that names the field,
+ * the value and what is accepted (spec/refusals.md §1), as pacts' own backends do. A refusal
+ * (status other than PACTS_OK from run) writes nothing to out or lse. Device-resident
+ * precondition failures (spec/contract.md §4) are reported in `device_error` with status PACTS_OK.
+ */
+#ifndef PACTS_BACKEND_ABI_H
+#define PACTS_BACKEND_ABI_H
+
+#include <pacts/problem.h>
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header. Incremented on any change of a struct layout or a function's
+ * meaning; pacts accepts exactly the versions its loader implements (today: 1). */
+#define PACTS_BACKEND_ABI_VERSION 1u
+
+/* The one symbol a plugin exports. */
+#define PACTS_BACKEND_ENTRY_SYMBOL "pacts_backend_entry"
+
+#if defined(_WIN32)
+#define PACTS_BACKEND_EXPORT __declspec(dllexport)
+#else
+#define PACTS_BACKEND_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Capacity of the capability lists and of the text fields. */
+#define PACTS_BACKEND_LIST_MAX 16
+#define PACTS_BACKEND_MESSAGE_BYTES 512
+#define PACTS_BACKEND_VARIANT_BYTES 64
+
+/* An instance of the plugin's backend (one device, one workspace, ...): opaque to pacts. */
+typedef struct pacts_backend_instance pacts_backend_instance;
+
+/* What a backend claims; mirrors pacts::conformance::Capabilities (conformance/include/pacts/
+ * conformance/backend.h). A problem outside it is NotSupported, never Fail; inside it, every
+ * property must pass (spec/properties.md §1). Booleans are int32_t 0 or 1; any other value is
+ * refused when the library is loaded, as are counts above PACTS_BACKEND_LIST_MAX, values the spec
+ * does not define for the field, and an empty list. */
+typedef struct pacts_backend_capabilities {
+  uint32_t num_q_formats;
+  pacts_format q_formats[PACTS_BACKEND_LIST_MAX];     /* bf16, fp16, fp8 formats */
+  uint32_t num_kv_formats;
+  pacts_format kv_formats[PACTS_BACKEND_LIST_MAX];    /* the above and e2m1 */
+  uint32_t num_out_formats;
+  pacts_format out_formats[PACTS_BACKEND_LIST_MAX];   /* bf16, fp16, fp32 */
+  uint32_t num_scale_modes;
+  pacts_scale_mode scale_modes[PACTS_BACKEND_LIST_MAX];
+  uint32_t num_head_dims;
+  int32_t head_dims[PACTS_BACKEND_LIST_MAX];          /* 64, 128, 256 */
+  int32_t min_page_size;    /* powers of two, 8 <= min <= max <= 256 */
+  int32_t max_page_size;
+  int32_t max_q_len;        /* 1..16 */
+  int32_t max_group;        /* >= 1: largest Hq / Hkv */
+  int32_t chunked_layouts;  /* x-packed K and dim-major V (chunk != head_dim) */
+  int32_t sinks;
+  int32_t window;
+  int32_t softcap;
+  int32_t lse;
+  int32_t deterministic;    /* bitwise reproducible for a fixed plan (PACTS-META-2) */
+  int32_t split_plans;      /* honours plan hints (PACTS-META-3) */
+  int32_t plan_replay;      /* run_replayed is provided (PACTS-DEV-3) */
+  int32_t large_buffers;    /* runs PACTS-DEV-2's cases: views past 2^31 elements (~8 GiB each) */
+  /* spec/refusals.md §4: what the kernel needs beyond the spec. */
+  uint32_t vector_alignment_bytes; /* power of two >= 1 */
+  uint32_t reserved0;              /* 0 */
+  int64_t max_element_offset;      /* >= 1: largest element offset the kernel can form */
+} pacts_backend_capabilities;
+
+/* How the kernel rounds; mirrors pacts::spec::NumericsProfile (spec/tolerance.md §2), from which
+ * the tolerance bound takes its constants. Every number is finite, >= 0 and < 1; booleans are 0
+ * or 1. Declaring less error than the kernel has makes it fail PACTS-ACC-1; declaring more only
+ * loosens its own bound, which the report shows. */
+typedef struct pacts_backend_numerics {
+  double u_logit;      /* unit roundoff of Q.K and of the logit arithmetic */
+  double u_q;          /* relative rounding of the scaled query before Q.K (0: not rounded) */
+  double u_p;          /* relative rounding of P before P.V */
+  double eta_p;        /* absolute per-key floor of that rounding */
+  double u_acc;        /* precision of the P.V and denominator accumulation */
+  double u_partial;    /* rounding of stored partials when split */
+  double eps_exp;      /* relative error of exp */
+  double eps_tanh;     /* absolute error of tanh (soft-cap) */
+  double eps_log;      /* absolute error of log (LSE) */
+  int32_t p_rounded_in_denominator; /* the softmax denominator sums the rounded P */
+  int32_t ftz;                      /* subnormals may be flushed to zero */
+} pacts_backend_numerics;
+
+/* How the caller wants the context split (spec/properties.md PACTS-META-3). */
+typedef enum pacts_backend_hint_kind {
+  PACTS_HINT_AUTOMATIC = 0,      /* the backend's own choice; value 0 */
+  PACTS_HINT_PARTITION_SIZE = 1, /* value = keys per partition */
+  PACTS_HINT_PARTITIONS = 2,     /* value = partitions per sequence */
+  PACTS_HINT_MAX_ENUM = 0x7FFFFFFF
+} pacts_backend_hint_kind;
+
+typedef struct pacts_backend_plan_hint {
+  pacts_backend_hint_kind kind;
+  int32_t value;
+} pacts_backend_plan_hint;
+
+/* What one run produced besides the output. Zero-filled by the caller. */
+typedef struct pacts_backend_result {
+  pacts_status_code status;     /* PACTS_OK, or the refusal / device failure */
+  uint32_t device_error;        /* PACTS_DEVERR_* bits (spec/contract.md §4) */
+  int32_t partition_size;       /* plan used: keys per partition, 0 = unsplit */
+  int32_t max_partitions;       /* plan used: partitions of the longest sequence (>= 1) */
+  char message[PACTS_BACKEND_MESSAGE_BYTES]; /* with a status other than OK: field, value, what is accepted */
+  char variant[PACTS_BACKEND_VARIANT_BYTES]; /* the kernel variant run (bitwise comparisons are
+                                                made only between runs of one variant) */
+} pacts_backend_result;
+
+/* The descriptor a plugin's entry point returns. */
+typedef struct pacts_backend_v1 {
+  uint32_t abi_version;          /* PACTS_BACKEND_ABI_VERSION the plugin was built with */
+  uint32_t descriptor_bytes;     /* sizeof(pacts_backend_v1) as the plugin saw it */
+  uint32_t problem_abi_version;  /* PACTS_ABI_VERSION of the pacts_problem it reads */
+  uint32_t reserved0;            /* 0 */
+
+  const char* name;     /* 1-64 characters of [A-Za-z0-9._-], e.g. "acme-paged-decode" */
+  const char* device;   /* e.g. "Acme X1 (gfx950), 304 CUs"; non-empty */
+  const char* driver;   /* driver version, or "" when the plugin cannot say */
+  const char* runtime;  /* runtime / toolkit version, or "" */
+  const char* version;  /* the plugin's own version, or "" */
+
+  pacts_backend_capabilities capabilities;
+  pacts_backend_numerics numerics;
+
+  /* Makes an instance. On failure returns the status, leaves *instance NULL and writes a
+   * NUL-terminated message of at most message_bytes bytes. */
+  pacts_status_code (*create)(pacts_backend_instance** instance, char* message,
+                              uint32_t message_bytes);
+  void (*destroy)(pacts_backend_instance* instance);
+
+  /* Runs one problem (spec/operator.md) on host buffers; see Ownership above. */
+  void (*run)(pacts_backend_instance* instance, const pacts_problem* problem,
+              const pacts_buffers* buffers, const pacts_backend_plan_hint* hint,
+              pacts_backend_result* result);
+
+  /* PACTS-DEV-3, NULL unless capabilities.plan_replay: one plan (on a GPU, one captured graph)
+   * run twice, first as given, then after overwriting buffers->context_lens in place with the
+   * `count` (= problem->batch) values of replayed_context_lens, as a serving loop updates the
+   * buffer a captured graph reads. The second run's output is left in the buffers and its result
+   * returned. */
+  void (*run_replayed)(pacts_backend_instance* instance, const pacts_problem* problem,
+                       const pacts_buffers* buffers, const int32_t* replayed_context_lens,
+                       int32_t count, const pacts_backend_plan_hint* hint,
+                       pacts_backend_result* result);
+} pacts_backend_v1;
+
+/* The type of the entry point, for dlsym. */
+typedef const pacts_backend_v1* (*pacts_backend_entry_fn)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PACTS_BACKEND_ABI_H */

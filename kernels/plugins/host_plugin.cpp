@@ -1,0 +1,213 @@
+// The example external backend: the host kernels (pacts/host.h) behind the C ABI of
+// pacts/backend_abi.h, built as libpacts_host_plugin.so. It is what a vendor's plugin looks like:
+// one exported entry point, a static descriptor, an opaque instance owning its workspace, and no
+// C++ type or exception crossing the boundary. The tests load it through
+// pacts-qualify / pacts-conformance --backend-lib.
+//
+// Test builds only (never shipped):
+// - PACTS_PLUGIN_FAULT_DROP_SINKS plants a real bug class: the sinks are ignored (the kernel is run
+//   with has_sinks = 0), which spec/operator.md's softmax denominator forbids; PACTS-ACC-1 must fail.
+// - PACTS_PLUGIN_ABI_VERSION overrides the declared ABI version (the loader must refuse it).
+// - PACTS_PLUGIN_NO_ENTRY exports the descriptor under another name (the loader must refuse it).
+// - PACTS_PLUGIN_MAX_PAGE_SIZE overrides the declared largest page size (48: the loader must
+//   refuse a capability the spec does not define).
+#include <pacts/backend_abi.h>
+#include <pacts/decode.h>
+#include <pacts/host.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#ifndef PACTS_PLUGIN_ABI_VERSION
+#define PACTS_PLUGIN_ABI_VERSION PACTS_BACKEND_ABI_VERSION
+#endif
+#ifndef PACTS_PLUGIN_MAX_PAGE_SIZE
+#define PACTS_PLUGIN_MAX_PAGE_SIZE 256
+#endif
+
+namespace {
+
+namespace host = pacts::kernels::host;
+
+}  // namespace
+
+// The instance: the plan target and a workspace reused across runs.
+struct pacts_backend_instance {
+  pacts::kernels::DeviceInfo device = host::device();
+  std::vector<float> workspace;
+};
+
+namespace {
+
+void set_text(char* dst, size_t capacity, const std::string& text) {
+  std::snprintf(dst, capacity, "%s", text.c_str());
+}
+
+pacts_backend_capabilities capabilities() {
+  pacts_backend_capabilities c{};
+  const pacts_format q[] = {PACTS_FORMAT_BF16,   PACTS_FORMAT_FP16,      PACTS_FORMAT_E4M3FN,
+                            PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ};
+  c.num_q_formats = 6;
+  std::memcpy(c.q_formats, q, sizeof q);
+  c.num_kv_formats = 7;
+  std::memcpy(c.kv_formats, q, sizeof q);
+  c.kv_formats[6] = PACTS_FORMAT_E2M1;
+  c.num_out_formats = 3;
+  c.out_formats[0] = PACTS_FORMAT_BF16;
+  c.out_formats[1] = PACTS_FORMAT_FP16;
+  c.out_formats[2] = PACTS_FORMAT_FP32;
+  c.num_scale_modes = 4;
+  c.scale_modes[0] = PACTS_SCALE_NONE;
+  c.scale_modes[1] = PACTS_SCALE_PER_TENSOR;
+  c.scale_modes[2] = PACTS_SCALE_PER_TOKEN;
+  c.scale_modes[3] = PACTS_SCALE_MX_BLOCK;
+  c.num_head_dims = 3;
+  c.head_dims[0] = 64;
+  c.head_dims[1] = 128;
+  c.head_dims[2] = 256;
+  c.min_page_size = 8;
+  c.max_page_size = PACTS_PLUGIN_MAX_PAGE_SIZE;
+  c.max_q_len = 16;
+  c.max_group = 64;
+  c.chunked_layouts = c.sinks = c.window = c.softcap = c.lse = 1;
+  c.deterministic = c.split_plans = c.plan_replay = 1;
+  const pacts::spec::Requirements req = host::requirements();
+  c.vector_alignment_bytes = req.vector_alignment_bytes;
+  c.max_element_offset = req.max_element_offset;
+  return c;
+}
+
+pacts_backend_numerics numerics() {
+  const pacts::spec::NumericsProfile p = host::profile();
+  pacts_backend_numerics n{};
+  n.u_logit = p.u_logit;
+  n.u_q = p.u_q;
+  n.u_p = p.u_p;
+  n.eta_p = p.eta_p;
+  n.u_acc = p.u_acc;
+  n.u_partial = p.u_partial;
+  n.eps_exp = p.eps_exp;
+  n.eps_tanh = p.eps_tanh;
+  n.eps_log = p.eps_log;
+  n.p_rounded_in_denominator = p.p_rounded_in_denominator ? 1 : 0;
+  n.ftz = p.ftz ? 1 : 0;
+  return n;
+}
+
+pacts_status_code create(pacts_backend_instance** instance, char* message, uint32_t bytes) {
+  *instance = nullptr;
+  try {
+    *instance = new pacts_backend_instance;
+    return PACTS_OK;
+  } catch (const std::exception& e) {
+    set_text(message, bytes, std::string("host plugin: create: ") + e.what());
+    return PACTS_INTERNAL;
+  }
+}
+
+void destroy(pacts_backend_instance* instance) { delete instance; }
+
+// Plans, then decodes once, or twice with the context lengths replaced in between (one plan and
+// one workspace for both: the plan depends on the shape only, PACTS-DEV-3).
+void run_plan(pacts_backend_instance* self, const pacts_problem* problem_in,
+              const pacts_buffers* buffers, const int32_t* replay, int32_t replay_count,
+              const pacts_backend_plan_hint* hint, pacts_backend_result* result) {
+  pacts_problem problem = *problem_in;
+  pacts_buffers views = *buffers;
+#ifdef PACTS_PLUGIN_FAULT_DROP_SINKS
+  // The planted fault: the sinks are silently ignored (no refusal, a wrong softmax denominator).
+  problem.has_sinks = 0;
+  views.sinks = pacts_view{nullptr, 0};
+#endif
+  const int32_t size = hint->kind == PACTS_HINT_PARTITION_SIZE ? hint->value : 0;
+  const int32_t parts = hint->kind == PACTS_HINT_PARTITIONS ? hint->value : 0;
+  auto plan = pacts::kernels::plan(problem, self->device, size, parts);
+  if (!plan) {
+    result->status = static_cast<pacts_status_code>(plan.status().code());
+    set_text(result->message, sizeof result->message, plan.status().message());
+    return;
+  }
+  const pacts::kernels::Plan& chosen = plan.value();
+  const uint64_t bytes = pacts::kernels::workspace_size(chosen);
+  if (self->workspace.size() * sizeof(float) < bytes) self->workspace.resize((bytes + 3) / 4);
+  uint32_t error_word = 0;
+  pacts::spec::Status status =
+      host::decode(chosen, views, &error_word, bytes ? self->workspace.data() : nullptr, bytes);
+  if (status.is_ok() && replay != nullptr) {
+    if (replay_count != problem.batch ||
+        static_cast<uint64_t>(replay_count) * sizeof(int32_t) > buffers->context_lens.bytes) {
+      status = pacts::spec::invalid_argument("replayed_context_lens: " +
+                                             std::to_string(replay_count) +
+                                             " values: accepted: exactly batch = " +
+                                             std::to_string(problem.batch));
+    } else {
+      std::memcpy(buffers->context_lens.data, replay,
+                  static_cast<size_t>(replay_count) * sizeof(int32_t));
+      error_word = 0;
+      status = host::decode(chosen, views, &error_word, bytes ? self->workspace.data() : nullptr,
+                            bytes);
+    }
+  }
+  result->status = static_cast<pacts_status_code>(status.code());
+  set_text(result->message, sizeof result->message, status.message());
+  result->device_error = error_word;
+  result->partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
+  result->max_partitions = chosen.num_partitions;
+  set_text(result->variant, sizeof result->variant, chosen.variant);
+}
+
+// No exception may cross the C boundary (backend_abi.h): anything thrown is Internal.
+template <class F>
+void guarded(pacts_backend_result* result, F&& body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    result->status = PACTS_INTERNAL;
+    set_text(result->message, sizeof result->message, std::string("host plugin: ") + e.what());
+  }
+}
+
+void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts_buffers* buffers,
+         const pacts_backend_plan_hint* hint, pacts_backend_result* result) {
+  guarded(result, [&] { run_plan(self, problem, buffers, nullptr, 0, hint, result); });
+}
+
+void run_replayed(pacts_backend_instance* self, const pacts_problem* problem,
+                  const pacts_buffers* buffers, const int32_t* lens, int32_t count,
+                  const pacts_backend_plan_hint* hint, pacts_backend_result* result) {
+  guarded(result, [&] { run_plan(self, problem, buffers, lens, count, hint, result); });
+}
+
+#ifdef PACTS_PLUGIN_FAULT_DROP_SINKS
+constexpr const char* kName = "host-plugin-drop-sinks";
+#else
+constexpr const char* kName = "host-plugin";
+#endif
+
+const pacts_backend_v1& descriptor() {
+  static const std::string device = host::device().name;
+  static const pacts_backend_v1 d = {
+      PACTS_PLUGIN_ABI_VERSION, sizeof(pacts_backend_v1), PACTS_ABI_VERSION, 0,
+      kName, device.c_str(), "", "", "1",
+      capabilities(), numerics(),
+      create, destroy, run, run_replayed,
+  };
+  return d;
+}
+
+}  // namespace
+
+#ifndef PACTS_PLUGIN_NO_ENTRY
+extern "C" PACTS_BACKEND_EXPORT const pacts_backend_v1* pacts_backend_entry(void) {
+  return &descriptor();
+}
+#else
+// A library exporting its descriptor under another name: what pacts cannot find.
+extern "C" PACTS_BACKEND_EXPORT const pacts_backend_v1* pacts_backend_entry_v0(void) {
+  return &descriptor();
+}
+#endif
