@@ -101,7 +101,10 @@ class HipBackend final : public Backend {
     kernels::hip::memory::release(error_word_);
   }
 
-  std::string name() const override { return "hip"; }
+  // What --backend accepts for this GPU: "hip" for the first, "hip:N" for the others.
+  std::string name() const override {
+    return ordinal_ == 0 ? "hip" : "hip:" + std::to_string(ordinal_);
+  }
   std::string device() const override { return device_.name; }
   const Capabilities& capabilities() const override { return caps_; }
   const spec::NumericsProfile& profile() const override { return profile_; }
