@@ -355,6 +355,7 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
   pacts_backend_instance* instance = nullptr;
   const pacts_status_code created = api->create(&instance, message, sizeof message);
   if (created != PACTS_OK || instance == nullptr) {
+    if (instance != nullptr) api->destroy(instance);  // a failed create still owns what it made
     const spec::Code code = created >= PACTS_INVALID_ARGUMENT && created <= PACTS_INTERNAL
                                 ? static_cast<spec::Code>(created)
                                 : spec::Code::kInternal;

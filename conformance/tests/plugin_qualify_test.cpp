@@ -131,6 +131,34 @@ TEST(PluginLoader, DeclaresWhatTheHostBackendDeclares) {
 // The same kernels under the same plan: every output and LSE byte must be identical once the
 // problem, buffers, hint and result have crossed the ABI (bitwise, spec/operator.md §11). Every
 // mustpass case, with a split-plan hint too, and a replay with new context lengths.
+// backend_abi.h: a refusal writes nothing. A replay with more lengths than the batch is refused
+// before the plugin decodes anything, so out and lse keep their guard bytes.
+TEST(PluginLoader, ARefusedReplayWritesNothing) {
+  auto plugin = load_or_fail(PACTS_PLUGIN_GOOD);
+  ASSERT_NE(plugin, nullptr);
+  auto mustpass = load_mustpass(PACTS_MUSTPASS_DIR);
+  ASSERT_TRUE(mustpass.is_ok()) << mustpass.status().to_string();
+  int tried = 0;
+  for (const MustpassEntry& e : mustpass.value().entries) {
+    CaseData c = e.file.spec.build();
+    if (c.problem.batch == 0) continue;
+    std::fill(c.out.begin(), c.out.end(), uint8_t{0xA5});
+    std::fill(c.lse.begin(), c.lse.end(), uint8_t{0xA5});
+    const std::vector<uint8_t> out = c.out, lse = c.lse;
+    const std::vector<int32_t> lens = c.context_lens;
+    std::vector<int32_t> replay(c.context_lens.size() + 1, 1);
+    const RunResult r = plugin->run_replayed(c.problem, c.buffers(), replay, PlanHint::automatic());
+    SCOPED_TRACE(e.path);
+    EXPECT_EQ(r.status.code(), spec::Code::kInvalidArgument) << r.status.to_string();
+    EXPECT_NE(r.status.message().find("replayed_context_lens"), std::string::npos);
+    EXPECT_EQ(c.out, out);
+    EXPECT_EQ(c.lse, lse);
+    EXPECT_EQ(c.context_lens, lens);
+    ++tried;
+  }
+  EXPECT_GT(tried, 10);
+}
+
 TEST(PluginLoader, RoundTripIsBitwiseTheHostBackend) {
   auto plugin = load_or_fail(PACTS_PLUGIN_GOOD);
   ASSERT_NE(plugin, nullptr);

@@ -35,10 +35,12 @@ namespace host = pacts::kernels::host;
 
 }  // namespace
 
-// The instance: the plan target and a workspace reused across runs.
+// The instance: the plan target and a workspace reused across runs, poisoned before every run
+// (backend_abi.h: the suite cannot reach a plugin's workspace, so PACTS-POISON-5/6 rely on it).
 struct pacts_backend_instance {
   pacts::kernels::DeviceInfo device = host::device();
   std::vector<float> workspace;
+  uint64_t runs = 0;
 };
 
 namespace {
@@ -106,6 +108,9 @@ pacts_status_code create(pacts_backend_instance** instance, char* message, uint3
   } catch (const std::exception& e) {
     set_text(message, bytes, std::string("host plugin: create: ") + e.what());
     return PACTS_INTERNAL;
+  } catch (...) {
+    set_text(message, bytes, "host plugin: create: a non-standard exception");
+    return PACTS_INTERNAL;
   }
 }
 
@@ -118,6 +123,16 @@ void run_plan(pacts_backend_instance* self, const pacts_problem* problem_in,
               const pacts_backend_plan_hint* hint, pacts_backend_result* result) {
   pacts_problem problem = *problem_in;
   pacts_buffers views = *buffers;
+  // A refusal writes nothing (backend_abi.h): the replayed lengths are checked before any decode.
+  if (replay != nullptr &&
+      (replay_count != problem.batch ||
+       static_cast<uint64_t>(replay_count) * sizeof(int32_t) > buffers->context_lens.bytes)) {
+    result->status = PACTS_INVALID_ARGUMENT;
+    set_text(result->message, sizeof result->message,
+             "replayed_context_lens: " + std::to_string(replay_count) +
+                 " values: accepted: exactly batch = " + std::to_string(problem.batch));
+    return;
+  }
 #ifdef PACTS_PLUGIN_FAULT_DROP_SINKS
   // The planted fault: the sinks are silently ignored (no refusal, a wrong softmax denominator).
   problem.has_sinks = 0;
@@ -135,22 +150,21 @@ void run_plan(pacts_backend_instance* self, const pacts_problem* problem_in,
   const uint64_t bytes = pacts::kernels::workspace_size(chosen);
   if (self->workspace.size() * sizeof(float) < bytes) self->workspace.resize((bytes + 3) / 4);
   uint32_t error_word = 0;
-  pacts::spec::Status status =
-      host::decode(chosen, views, &error_word, bytes ? self->workspace.data() : nullptr, bytes);
+  // Before every decode the workspace holds a poison that alternates between runs (NaN bytes,
+  // then a large finite value), as the host adapter does: a partial read before it is written
+  // changes the output between two runs (PACTS-META-2, POISON-5) or makes it NaN (POISON-6).
+  const auto decode_once = [&] {
+    const int fill = (self->runs++ % 2 == 0) ? 0xFF : 0x5A;
+    if (bytes > 0) std::memset(self->workspace.data(), fill, static_cast<size_t>(bytes));
+    error_word = 0;
+    return host::decode(chosen, views, &error_word, bytes ? self->workspace.data() : nullptr,
+                        bytes);
+  };
+  pacts::spec::Status status = decode_once();
   if (status.is_ok() && replay != nullptr) {
-    if (replay_count != problem.batch ||
-        static_cast<uint64_t>(replay_count) * sizeof(int32_t) > buffers->context_lens.bytes) {
-      status = pacts::spec::invalid_argument("replayed_context_lens: " +
-                                             std::to_string(replay_count) +
-                                             " values: accepted: exactly batch = " +
-                                             std::to_string(problem.batch));
-    } else {
-      std::memcpy(buffers->context_lens.data, replay,
-                  static_cast<size_t>(replay_count) * sizeof(int32_t));
-      error_word = 0;
-      status = host::decode(chosen, views, &error_word, bytes ? self->workspace.data() : nullptr,
-                            bytes);
-    }
+    std::memcpy(buffers->context_lens.data, replay,
+                static_cast<size_t>(replay_count) * sizeof(int32_t));
+    status = decode_once();
   }
   result->status = static_cast<pacts_status_code>(status.code());
   set_text(result->message, sizeof result->message, status.message());
@@ -168,6 +182,9 @@ void guarded(pacts_backend_result* result, F&& body) {
   } catch (const std::exception& e) {
     result->status = PACTS_INTERNAL;
     set_text(result->message, sizeof result->message, std::string("host plugin: ") + e.what());
+  } catch (...) {
+    result->status = PACTS_INTERNAL;
+    set_text(result->message, sizeof result->message, "host plugin: a non-standard exception");
   }
 }
 

@@ -172,7 +172,7 @@ spec::Requirements requirements() { return {}; }
 //             codes as stored, or an fp16 / scaled element as the exact sum of three bf16 parts,
 //             src/kernel_mma.h). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
 //             per backend, and it leaves room for a V part below bf16's normal range (a scaled V
-//             under 2^-110 is not split exactly).
+//             element under 2^-102 is not split: it takes the exact fp32 CUDA-core path).
 //   eta_p     2^-133: P's absolute rounding below bf16's normal range is at most 2^-134 (half the
 //             smallest subnormal), times 1 + u_V for a rounded V (spec/tolerance.md §3.3): 2^-133
 //   p_rounded_in_denominator  false: l sums the fp32 P, before its rounding

@@ -39,6 +39,12 @@
  * the value and what is accepted (spec/refusals.md §1), as pacts' own backends do. A refusal
  * (status other than PACTS_OK from run) writes nothing to out or lse. Device-resident
  * precondition failures (spec/contract.md §4) are reported in `device_error` with status PACTS_OK.
+ *
+ * Workspace: a plugin owns its scratch memory, which pacts cannot reach. Before every decode it
+ * should fill it with a poison that alternates between runs (NaN bytes, then a large finite
+ * value), as kernels/plugins/host_plugin.cpp and pacts' own adapters do: PACTS-POISON-5 and
+ * PACTS-POISON-6 detect a partial read before it is written only through that poison, and pass
+ * vacuously for a plugin whose scratch memory always holds the same harmless bytes.
  */
 #ifndef PACTS_BACKEND_ABI_H
 #define PACTS_BACKEND_ABI_H
