@@ -1,14 +1,16 @@
 // pacts-mutate: runs the conformance catalogue against every mutant of the host kernels
 // (kernels/common/mutant.h) and prints which property kills each one (issue 9,
-// mutation/README.md).
+// mutation/README.md). pacts-mutate-hip is the same program built with PACTS_MUTATE_HIP: it runs
+// the catalogue against the hip backend (the GPU mutants, mutation/h200_mutants.sh).
 //
 // This binary links the host kernels compiled with PACTS_MUTANTS (pacts_kernels_host_mutants),
-// never the production ones. Each mutant runs in a child process (`pacts-mutate --mutant NAME`,
-// posix_spawn of this binary), so a mutant that reads outside the declared buffers or hangs
-// cannot take the runner down: the parent reports the crash or the timeout as such, with the
-// property that was running. Before any mutant, the child "none" (no mutant) must pass every
-// Mandatory property under the same budget: a kill is meaningless on a catalogue that fails
-// anyway.
+// never the production ones; pacts-mutate-hip also links the HIP kernels compiled with
+// PACTS_MUTANTS (pacts_kernels_hip_mutants), never libpacts_kernels_hip.so. Each mutant runs in a
+// child process (`pacts-mutate --mutant NAME`, posix_spawn of this binary), so a mutant that reads
+// outside the declared buffers or hangs cannot take the runner down: the parent reports the crash
+// or the timeout as such, with the property that was running. Before any mutant, the child "none"
+// (no mutant) must pass every Mandatory property under the same budget: a kill is meaningless on
+// a catalogue that fails anyway.
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/host_backend.h>
@@ -38,6 +40,10 @@
 
 extern char** environ;
 
+#if !defined(PACTS_MUTATE_HIP)
+#define PACTS_MUTATE_HIP 0
+#endif
+
 namespace pacts::mutation {
 namespace {
 
@@ -57,7 +63,18 @@ struct Options {
   std::string case_dir = "mutation-cases";
   std::string table_file;  // also write the table (Markdown) here
   std::vector<std::string> only;
+  std::vector<std::string> properties;  // run only these properties (all when empty)
+  // The backend whose kernels hold the mutants: "host", or "hip" (pacts-mutate-hip only: the
+  // HIP kernels linked into pacts-mutate are the production ones, where no mutant can switch on).
+  std::string backend = PACTS_MUTATE_HIP ? "hip" : "host";
 };
+
+// The backend under test, built after the mutant is set; nullptr (with the reason on stderr)
+// when it cannot be used, e.g. no GPU.
+std::unique_ptr<conformance::Backend> make_under_test(const Options& o) {
+  if (o.backend == "hip") return conformance::make_backend("hip");
+  return conformance::make_host_backend(o.threads);
+}
 
 // --- the child: one mutant against the catalogue ----------------------------------------------
 
@@ -92,7 +109,11 @@ int run_child(const std::string& name, const Options& o) {
   }
   if (o.timeout_s > 0) alarm(static_cast<unsigned>(o.timeout_s));  // a hang ends as SIGALRM
   common::set_active_mutant(id);
-  std::unique_ptr<conformance::Backend> host = conformance::make_host_backend(o.threads);
+  std::unique_ptr<conformance::Backend> under_test = make_under_test(o);
+  if (under_test == nullptr) {
+    std::fprintf(stderr, "pacts-mutate: backend %s unavailable\n", o.backend.c_str());
+    return 2;
+  }
   std::unique_ptr<conformance::Backend> reference = conformance::make_reference_backend();
   conformance::RunOptions run;
   run.seed = o.seed;
@@ -103,10 +124,13 @@ int run_child(const std::string& name, const Options& o) {
   const bool quality_only = id > 0 && common::kMutants[id - 1].quality_only;
   std::string warned;  // the first QualityWarning's result line, if any
   for (const conformance::Property& p : conformance::catalogue()) {
+    if (!o.properties.empty() &&
+        std::find(o.properties.begin(), o.properties.end(), p.id) == o.properties.end())
+      continue;
     std::printf("trying %s\n", p.id.c_str());
     std::fflush(stdout);
     const conformance::PropertyStats s =
-        conformance::run_property(bounded(p), *host, *reference, run);
+        conformance::run_property(bounded(p), *under_test, *reference, run);
     if (s.verdict == conformance::Verdict::kFail) {
       std::printf("%s\tkilled\t%s\t%lld\t%s\t%s\n", kResultTag, p.id.c_str(),
                   static_cast<long long>(s.cases), s.case_file.empty() ? "-" : s.case_file.c_str(),
@@ -148,12 +172,16 @@ int replay(const std::string& name, const std::string& path, const Options& o) {
     return 2;
   }
   common::set_active_mutant(id);
-  std::unique_ptr<conformance::Backend> host = conformance::make_host_backend(o.threads);
+  std::unique_ptr<conformance::Backend> under_test = make_under_test(o);
+  if (under_test == nullptr) {
+    std::fprintf(stderr, "pacts-mutate: backend %s unavailable\n", o.backend.c_str());
+    return 2;
+  }
   std::unique_ptr<conformance::Backend> reference = conformance::make_reference_backend();
   const conformance::Outcome out =
-      conformance::check_case(*property, *host, *reference, file.value().spec);
-  std::printf("%s on host with mutant %s: %s%s%s\n", property->id.c_str(), name.c_str(),
-              conformance::verdict_name(out.verdict), out.detail.empty() ? "" : ": ",
+      conformance::check_case(*property, *under_test, *reference, file.value().spec);
+  std::printf("%s on %s with mutant %s: %s%s%s\n", property->id.c_str(), o.backend.c_str(),
+              name.c_str(), conformance::verdict_name(out.verdict), out.detail.empty() ? "" : ": ",
               out.detail.c_str());
   return out.failed() ? 1 : 0;
 }
@@ -188,10 +216,16 @@ Row run_one(const std::string& self, const std::string& mutant, const Options& o
   const std::vector<std::string> args = {
       self, "--mutant", mutant, "--seed", std::to_string(o.seed), "--cases",
       std::to_string(o.cases), "--case-dir", o.case_dir, "--timeout", std::to_string(o.timeout_s),
-      "--threads", std::to_string(o.threads)};
+      "--threads", std::to_string(o.threads), "--backend", o.backend};
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   if (o.shrink) argv.push_back(const_cast<char*>("--shrink"));
+  std::string properties;
+  for (const std::string& id : o.properties) properties += (properties.empty() ? "" : ",") + id;
+  if (!properties.empty()) {
+    argv.push_back(const_cast<char*>("--properties"));
+    argv.push_back(properties.data());
+  }
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -301,9 +335,13 @@ void print_table(const std::vector<Row>& rows, std::FILE* to) {
 
 int run_parent(const std::string& self, const Options& o) {
   std::vector<std::string> names;
+  // Without --only: the mutants planted in the kernels of the backend. On the host every mutant
+  // but the G(...) ones of kernels/hip/; on hip the G(...) ones (h200_mutants.sh adds with --only
+  // the common mutants that the GPU path reaches).
   for (int32_t i = 0; i < common::kMutantCount; ++i) {
     const std::string name = common::kMutants[i].name;
-    if (o.only.empty() || std::find(o.only.begin(), o.only.end(), name) != o.only.end())
+    const bool planted = common::kMutants[i].gpu_only == (o.backend == "hip");
+    if (o.only.empty() ? planted : std::find(o.only.begin(), o.only.end(), name) != o.only.end())
       names.push_back(name);
   }
   for (const std::string& n : o.only)
@@ -311,10 +349,10 @@ int run_parent(const std::string& self, const Options& o) {
       std::fprintf(stderr, "pacts-mutate: no mutant named '%s' (pacts-mutate --list)\n", n.c_str());
       return 2;
     }
-  std::printf("pacts-mutate: %zu mutants of the host kernels, seed %llu, up to %d cases per "
+  std::printf("pacts-mutate: %zu mutants against the %s backend, seed %llu, up to %d cases per "
               "property, %d jobs, case files under %s\n",
-              names.size(), static_cast<unsigned long long>(o.seed), o.cases, o.jobs,
-              o.case_dir.c_str());
+              names.size(), o.backend.c_str(), static_cast<unsigned long long>(o.seed), o.cases,
+              o.jobs, o.case_dir.c_str());
   const auto t0 = std::chrono::steady_clock::now();
 
   // The baseline: the same binary, budget and seed with no mutant must fail nothing.
@@ -333,8 +371,8 @@ int run_parent(const std::string& self, const Options& o) {
   print_table(rows, stdout);
   if (!o.table_file.empty()) {
     if (std::FILE* f = std::fopen(o.table_file.c_str(), "w")) {
-      std::fprintf(f, "pacts-mutate, seed %llu, up to %d cases per property\n",
-                   static_cast<unsigned long long>(o.seed), o.cases);
+      std::fprintf(f, "pacts-mutate, %s backend, seed %llu, up to %d cases per property\n",
+                   o.backend.c_str(), static_cast<unsigned long long>(o.seed), o.cases);
       print_table(rows, f);
       std::fclose(f);
     } else {
@@ -377,20 +415,33 @@ int main(int argc, char** argv) {
   Options o;
   std::string mutant, replay_file;
   bool list = false;
-  CLI::App app{"pacts-mutate: the conformance catalogue against every mutant of the host kernels "
-               "(kernels/common/mutant.h); exit status 1 when a mutant survives"};
+  CLI::App app{PACTS_MUTATE_HIP
+                   ? "pacts-mutate-hip: the conformance catalogue against every mutant of the HIP "
+                     "kernels (kernels/common/mutant.h); exit status 1 when a mutant survives"
+                   : "pacts-mutate: the conformance catalogue against every mutant of the host "
+                     "kernels (kernels/common/mutant.h); exit status 1 when a mutant survives"};
   app.add_option("--mutant", mutant,
                  "run one mutant in this process ('none': no mutant) and print its result line");
   app.add_flag("--list", list, "list the mutants with their spec clause and bug class");
   app.add_option("--replay", replay_file,
                  "with --mutant: check the case of this case file against that mutant");
   app.add_option("--only", o.only, "run only these mutants")->delimiter(',');
+  app.add_option("--properties", o.properties,
+                 "run only these properties, in catalogue order (e.g. PACTS-ACC-1 under "
+                 "compute-sanitizer)")
+      ->delimiter(',');
   app.add_option("--seed", o.seed, "RapidCheck seed (fixed in CI, printed)");
   app.add_option("--cases", o.cases, "generated cases per property at most")
       ->check(CLI::Range(1, 100000));
   app.add_option("--jobs", o.jobs, "mutants run at once (child processes)")
       ->check(CLI::Range(1, 256));
   app.add_option("--threads", o.threads, "host worker threads per child (0: all)");
+  app.add_option("--backend", o.backend,
+                 PACTS_MUTATE_HIP ? "the backend whose kernels hold the mutants (default hip)"
+                                  : "the backend whose kernels hold the mutants: host (the "
+                                    "GPU mutants run with pacts-mutate-hip)")
+      ->check(CLI::IsMember(PACTS_MUTATE_HIP ? std::vector<std::string>{"host", "hip"}
+                                             : std::vector<std::string>{"host"}));
   app.add_option("--timeout", o.timeout_s, "seconds a child may run before it counts as hung");
   app.add_option("--case-dir", o.case_dir,
                  "where the killing cases are saved, one folder per mutant");

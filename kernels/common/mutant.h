@@ -10,7 +10,8 @@
 // The mutant build (PACTS_MUTANTS defined: mutation/CMakeLists.txt) compiles every mutant in,
 // each behind a run-time switch: on the host the process-wide id set from the environment
 // variable PACTS_MUTANT=<name> (read once, before main) or by set_active_mutant(); in device code
-// the __device__ variable `mutant_device_id` that a GPU backend sets before its launches.
+// the __device__ variable `mutant_device_id`, which the HIP kernels' host code copies from the
+// host's id before its launches (kernels/hip/src/decode_hip.cpp, sync_device_mutant).
 //
 // The list is the one source of the ids, the names, the spec clause each mutant violates and the
 // bug class it models; mutation/pacts-mutate prints it with the property that kills each one.
@@ -23,7 +24,9 @@
 // X(name, spec clause violated, the real bug class it models). Append only: ids are positions.
 // Q(...) marks a mutant whose only effect the spec judges is a QualityWarning (its clause is a
 // "preferred" behaviour, spec/properties.md §1): a QualityWarning detects it, no Fail can.
-#define PACTS_MUTANT_LIST(X, Q)                                                                    \
+// G(...) marks a mutant planted in kernels/hip/ only: the host run (pacts-mutate) skips it, the
+// GPU run (pacts-mutate-hip, mutation/h200_mutants.sh) runs it.
+#define PACTS_MUTANT_LIST(X, Q, G)                                                                 \
   /* kernels/common/dequant.h */                                                                   \
   X(e8m0_zero_as_zero, "spec/formats.md §1.9",                                                     \
     "e8m0 byte 0x00 decoded as 0 instead of 2^-127 (an fp32 subnormal)")                           \
@@ -116,7 +119,48 @@
   X(lse_includes_sink, "spec/operator.md §9",                                                      \
     "the LSE includes the sink's term")                                                            \
   X(softcap_on_unscaled_logits, "spec/operator.md §7",                                             \
-    "soft-cap applied to q.k before the softmax scale")
+    "soft-cap applied to q.k before the softmax scale")                                            \
+  /* kernels/hip/ (GPU only: pacts-mutate-hip, mutation/h200_mutants.sh) */                        \
+  G(hip_v_tail_unmasked, "spec/contract.md §1.2, §5",                                              \
+    "#7092 in the tensor-core kernel: the last tile's slots past n_b loaded through the last "     \
+    "page's entry, so V of the page's tail meets P = 0 in the MMA (0 * NaN = NaN)")                \
+  G(hip_padding_entries_as_pages, "spec/contract.md §1.1-1.2, §5",                                 \
+    "#7092 in the tensor-core kernel: the last tile's slots on padding columns loaded through "    \
+    "their block-table entries (page 0 where an entry is no page id), their V meets P = 0")        \
+  G(hip_cp_async_wait_skipped, "spec/operator.md §9",                                              \
+    "two-stage cp.async pipeline without its wait_group: a tile computed from a stage whose "      \
+    "copies are still in flight (a race: stale K/V)")                                              \
+  G(hip_final_barrier_dropped, "spec/operator.md §9",                                              \
+    "missing __syncthreads before shared memory is reused: a warp done with its tiles writes "     \
+    "its final state over the stages another warp is still reading")                               \
+  G(hip_q_barrier_dropped, "spec/operator.md §9",                                                  \
+    "missing __syncthreads between the Q~ fragment loads and the first tile's copies into the "    \
+    "same shared memory (a race; the results change only when it bites, racecheck reports it)")    \
+  G(hip_kv_offset_32bit, "spec/contract.md §1, spec/properties.md PACTS-DEV-2",                    \
+    "#7056 class: K/V element offsets computed in 32-bit int, which wrap for pools beyond 2^31 "   \
+    "elements")                                                                                    \
+  G(hip_q_rescale_dropped, "spec/tolerance.md §2 (u_q), spec/properties.md PACTS-EDGE-6",          \
+    "the Q~ row rescale before the bf16 rounding dropped: a tiny Q~ row loses its bits in bf16 "   \
+    "(the EDGE-6 finding of kernels/hip/NOTES.md)")                                                \
+  G(hip_lse_first_warp, "spec/operator.md §9",                                                     \
+    "the LSE written from the first warp's softmax state instead of the merged one")               \
+  G(hip_out_token_stride_packed, "spec/contract.md §1.3",                                          \
+    "output token stride assumed to be H_q times the head stride (heads packed): rows land at "    \
+    "the wrong places in a padded output view")                                                    \
+  G(hip_mask_rows_token_major, "spec/operator.md §3.1, §5",                                        \
+    "rows of different L positions mixed: the causal bound of row r taken from r % L (a "          \
+    "[head][token] row order) while Q and the output use r / G")                                   \
+  G(hip_sink_of_kv_head, "spec/operator.md §8",                                                    \
+    "the sink indexed by the KV head instead of the query head")                                   \
+  G(hip_direct_error_not_reported, "spec/contract.md §4",                                          \
+    "an unsplit plan writes an invalid sequence's NaN rows but never sets the error word "         \
+    "(only the merge kernel reports)")                                                             \
+  G(hip_padding_checked_as_page_ids, "spec/contract.md §4 (P2 on owned entries only)",             \
+    "every block-table column up to max_pages_per_seq checked as a page id: a valid sequence "     \
+    "with out-of-range padding entries reports PAGE_ID")                                           \
+  G(hip_empty_rows_unwritten, "spec/operator.md §10",                                              \
+    "an unsplit plan leaves the rows without a visible key (ctx = 0) unwritten (Gluon's "          \
+    "non-PS path)")
 
 namespace pacts::kernels::common {
 
@@ -124,7 +168,8 @@ namespace pacts::kernels::common {
 // The mutants by id; `none` (0) is the production behaviour.
 enum class Mutant : int32_t {
   none = 0,
-  PACTS_MUTANT_LIST(PACTS_MUTANT_ENUM_ITEM, PACTS_MUTANT_ENUM_ITEM) count
+  PACTS_MUTANT_LIST(PACTS_MUTANT_ENUM_ITEM, PACTS_MUTANT_ENUM_ITEM, PACTS_MUTANT_ENUM_ITEM)
+  count
 };
 #undef PACTS_MUTANT_ENUM_ITEM
 
@@ -135,15 +180,18 @@ struct MutantInfo {
   const char* clause;  // the spec clause the mutant violates
   const char* bug;     // the real bug class it models
   bool quality_only;   // listed with Q(...): a QualityWarning is the strongest verdict it can get
+  bool gpu_only;       // listed with G(...): planted in kernels/hip/ only
 };
 
-#define PACTS_MUTANT_INFO_ITEM(name, clause, bug) MutantInfo{#name, clause, bug, false},
-#define PACTS_MUTANT_QUALITY_ITEM(name, clause, bug) MutantInfo{#name, clause, bug, true},
+#define PACTS_MUTANT_INFO_ITEM(name, clause, bug) MutantInfo{#name, clause, bug, false, false},
+#define PACTS_MUTANT_QUALITY_ITEM(name, clause, bug) MutantInfo{#name, clause, bug, true, false},
+#define PACTS_MUTANT_GPU_ITEM(name, clause, bug) MutantInfo{#name, clause, bug, false, true},
 // kMutants[id - 1] describes mutant `id`.
 inline constexpr MutantInfo kMutants[] = {
-    PACTS_MUTANT_LIST(PACTS_MUTANT_INFO_ITEM, PACTS_MUTANT_QUALITY_ITEM)};
+    PACTS_MUTANT_LIST(PACTS_MUTANT_INFO_ITEM, PACTS_MUTANT_QUALITY_ITEM, PACTS_MUTANT_GPU_ITEM)};
 #undef PACTS_MUTANT_INFO_ITEM
 #undef PACTS_MUTANT_QUALITY_ITEM
+#undef PACTS_MUTANT_GPU_ITEM
 
 }  // namespace pacts::kernels::common
 
@@ -165,8 +213,8 @@ PACTS_COMMON_ABI_BEGIN
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 // The active mutant in device code. One copy per translation unit (no relocatable device code
-// needed): a GPU backend sets it in every TU that launches kernels, before the launches, with
-// cudaMemcpyToSymbol / hipMemcpyToSymbol(mutant_device_id, &id, sizeof id) (mutation/README.md).
+// needed): every TU that launches kernels sets its own before the launches, with
+// hipMemcpyToSymbol(mutant_device_id, &id, sizeof id) (decode_hip.cpp's sync_device_mutant).
 static __device__ int32_t mutant_device_id = 0;
 #endif
 

@@ -36,6 +36,12 @@ inline hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind
   return cudaMemcpyAsync(d, s, n, k, st);
 }
 inline hipError_t hipMemset(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
+// A __device__ variable's device copy, written from the host (HIP's C++ overload on a symbol).
+template <class T>
+inline hipError_t hipMemcpyToSymbol(const T& symbol, const void* src, size_t n, size_t offset = 0,
+                                    hipMemcpyKind k = hipMemcpyHostToDevice) {
+  return cudaMemcpyToSymbol(symbol, src, n, offset, k);
+}
 inline hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st) {
   return cudaMemsetAsync(d, v, n, st);
 }

@@ -14,6 +14,11 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#if defined(PACTS_MUTANTS)
+#include "common/mutant.h"
+
+#include <mutex>
+#endif
 
 namespace pacts::kernels::hip {
 namespace {
@@ -75,6 +80,28 @@ int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int6
 }
 
 bool is16(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
+
+#if defined(PACTS_MUTANTS)
+// The mutant build only (mutation/README.md, GPU part). The kernels of this translation unit read
+// the active mutant from its own copy of common::mutant_device_id (common/mutant.h); it follows
+// the host's common::host_mutant_id, copied to the current device whenever the two differ.
+// plan() and decode() call this: plan() runs before a decode is captured into a graph, so a
+// capture finds the copy made (a copy to a symbol is no operation a capture can hold).
+spec::Status sync_device_mutant() {
+  constexpr int kDevices = 64;
+  static std::mutex lock;
+  static int32_t on_device[kDevices] = {};  // 0 (`none`): what a freshly loaded module holds
+  const std::lock_guard<std::mutex> hold(lock);
+  int device = 0;
+  PACTS_GPU_CHECK(hipGetDevice(&device));
+  const int32_t id = common::host_mutant_id;
+  const bool tracked = device >= 0 && device < kDevices;
+  if (tracked && on_device[device] == id) return spec::Status::ok();
+  PACTS_GPU_CHECK(hipMemcpyToSymbol(common::mutant_device_id, &id, sizeof id));
+  if (tracked) on_device[device] = id;
+  return spec::Status::ok();
+}
+#endif
 
 bool scale_ok(pacts_scale_mode m) {
   return m == PACTS_SCALE_NONE || m == PACTS_SCALE_PER_TENSOR || m == PACTS_SCALE_PER_TOKEN;
@@ -236,6 +263,9 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
                         int32_t fixed_partition_size, int32_t fixed_partitions) {
   if (dev.is_host)
     return spec::not_supported("device " + dev.name + ": the HIP kernels need a GPU");
+#if defined(PACTS_MUTANTS)
+  if (spec::Status s = sync_device_mutant(); !s) return s;
+#endif
   if (spec::Status s = spec::validate_problem(problem, requirements()); !s) return s;
   if (spec::Status s = check_supported(problem); !s) return s;
   if (fixed_partition_size < 0 || fixed_partitions < 0 ||
@@ -314,6 +344,9 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
       return spec::invalid_argument("workspace: must be aligned to 4 bytes");
   }
   if (p.batch == 0) return spec::Status::ok();
+#if defined(PACTS_MUTANTS)
+  if (spec::Status s = sync_device_mutant(); !s) return s;
+#endif
 
   Params prm;
   prm.batch = p.batch;

@@ -98,7 +98,9 @@ __device__ inline SeqCheck check_sequence(const Params& p, int64_t b) {
     return s;
   }
   s.keys = common::sequence_keys(s.context, p.q_len, p.window);
-  const KeyRange cols = common::owned_columns(s.keys, p.page_size);
+  const KeyRange cols = PACTS_MUTANT(hip_padding_checked_as_page_ids)
+                            ? KeyRange{0, p.max_pages_per_seq}
+                            : common::owned_columns(s.keys, p.page_size);
   int bad = 0;
   for (int64_t c = cols.begin + threadIdx.x; c < cols.end; c += blockDim.x)
     bad |= !common::page_id_ok(p.block_table[b * p.block_table_stride + c], p.num_pages);
@@ -115,6 +117,8 @@ __device__ inline void store_out(const Params& p, int64_t element, uint32_t code
 }
 
 __device__ inline int64_t out_at(const Params& p, int64_t b, int64_t i, int64_t h) {
+  if (PACTS_MUTANT(hip_out_token_stride_packed))
+    return b * p.out_layout.s_batch + (i * p.num_kv_heads * p.group + h) * p.out_layout.s_head;
   return b * p.out_layout.s_batch + i * p.out_layout.s_tok + h * p.out_layout.s_head;
 }
 
@@ -134,6 +138,7 @@ __device__ inline void report(const Params& p, uint32_t error) {
 template <int D>
 __device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, int32_t r0,
                                    int32_t rows, bool invalid, uint32_t nonempty) {
+  if (!invalid && PACTS_MUTANT(hip_empty_rows_unwritten)) return;
   const uint32_t code = invalid ? common::output_nan(p.out_format) : 0u;
   for (int idx = threadIdx.x; idx < rows * D; idx += blockDim.x) {
     const int r = idx / D, d = idx % D;
@@ -437,7 +442,8 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
       if (w.use_self) acc *= w.self;
       if (w.use_other) acc += w.other * static_cast<double>(p.ws_acc[e * D + d]);
     }
-    const float sink = p.has_sinks ? p.sinks[h] : 0.0f;
+    const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
+    const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
     const double factor = common::output_factor(state.m, state.l, p.has_sinks, sink);
     store_out(p, at, common::round_to_output(p.out_format, acc * factor));
     if (d == 0) store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));

@@ -153,9 +153,33 @@ __device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, Key
 #if defined(PACTS_UNSAFE_UNMASKED)
   owned.begin = t0 - t0 % kKeys;  // the whole tile of any key in the span: no ownership test
   owned.end = owned.end + kKeys - 1 - (owned.end - 1) % kKeys;
+  // ... but within the block-table row: at page size 8 a rounded-up tile can pass column M - 1.
+  owned.end = min(owned.end, int64_t{p.max_pages_per_seq} * p.page_size);
 #endif
   if (lane >= kKeys || !owned.contains(j)) return -1;
   const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+  return page << 32 | (j % p.page_size);
+}
+
+// Mutants hip_v_tail_unmasked and hip_padding_entries_as_pages (#7092, kernels/common/mutant.h):
+// slot_entry's answer, except that a slot of the tile past n_b is loaded as well, through the
+// block-table entry of its column: the last owned page's tail, or a padding column (page 0 where
+// the entry is no page id, as #7092 pinned padding; the range check keeps the run alive). Its P is
+// 0 by selection and meets the slot's bytes in the MMA. Mutant builds only reach it.
+template <int kKeys>
+__device__ inline int64_t unowned_slot_entry(const Params& p, int64_t b, int64_t t0,
+                                             KeyRange owned, int64_t context, int lane) {
+  const int64_t entry = slot_entry<kKeys>(p, b, t0, owned, lane);
+  const int64_t j = t0 + lane;
+  if (entry >= 0 || lane >= kKeys || context <= 0 || j < context ||
+      j >= int64_t{p.max_pages_per_seq} * p.page_size)
+    return entry;
+  const int64_t column = j / p.page_size;
+  const bool tail = column == (context - 1) / p.page_size;
+  if (tail ? !PACTS_MUTANT(hip_v_tail_unmasked) : !PACTS_MUTANT(hip_padding_entries_as_pages))
+    return entry;
+  int64_t page = p.block_table[b * p.block_table_stride + column];
+  if (!common::page_id_ok(static_cast<int32_t>(page), p.num_pages)) page = 0;
   return page << 32 | (j % p.page_size);
 }
 
@@ -200,6 +224,14 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
                          kv_head * p.k.s_head + in_page * p.k.s_tok + col;
     const uint16_t* vs = reinterpret_cast<const uint16_t*>(p.v.data) + page * p.v.s_page +
                          kv_head * p.v.s_head + in_page * p.v.s_tok + col;
+    if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
+      const int32_t k_at = static_cast<int32_t>(page * p.k.s_page + kv_head * p.k.s_head +
+                                                in_page * p.k.s_tok + col);
+      const int32_t v_at = static_cast<int32_t>(page * p.v.s_page + kv_head * p.v.s_head +
+                                                in_page * p.v.s_tok + col);
+      ks = reinterpret_cast<const uint16_t*>(p.k.data) + k_at;
+      vs = reinterpret_cast<const uint16_t*>(p.v.data) + v_at;
+    }
     if (raw_k && (reinterpret_cast<uintptr_t>(ks) & 15u) == 0) {
       gpu::cp_async16(kd, ks);
     } else if (raw_k) {
@@ -251,7 +283,7 @@ split_kv_mma_kernel(const Params p) {
   if (seq.error != 0) {
     if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
     store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);
-    if (t == 0) report(p, seq.error);
+    if (t == 0 && !PACTS_MUTANT(hip_direct_error_not_reported)) report(p, seq.error);
     return;
   }
   const KeyRange part =
@@ -261,6 +293,9 @@ split_kv_mma_kernel(const Params p) {
   // their union (the owned keys this item loads): from n_b, L, W and the plan only.
   const auto visible = [&](int r) -> KeyRange {
     if (r >= rows) return {0, 0};
+    if (PACTS_MUTANT(hip_mask_rows_token_major))  // the row order [head][token] for the mask only
+      return common::intersect(
+          common::row_keys(seq.context, p.q_len, p.window, (r0 + r) % p.q_len), part);
     return common::intersect(
         common::row_keys(seq.context, p.q_len, p.window, (r0 + r) / p.group), part);
   };
@@ -306,6 +341,7 @@ split_kv_mma_kernel(const Params p) {
     const float largest = __uint_as_float(row_max_bits[t]);
     float up = 1.0f;
     while (largest > 0.0f && largest * up < 0x1p-100f) up *= 0x1p8f;
+    if (PACTS_MUTANT(hip_q_rescale_dropped)) up = 1.0f;
     row_up[t] = up;
   }
   __syncthreads();
@@ -326,7 +362,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
     for (int kk = 0; kk < S::kKSteps; ++kk)
       gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
-    __syncthreads();  // the stages reuse Q~'s shared memory
+    if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
   float acc[S::kDTiles][4];
@@ -343,6 +379,9 @@ split_kv_mma_kernel(const Params p) {
   int s = 0;
   bool tiny = false;
   const auto entry_of = [&](int64_t tl) {
+    if (PACTS_MUTANT(hip_v_tail_unmasked) || PACTS_MUTANT(hip_padding_entries_as_pages))
+      return tl < last ? unowned_slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, seq.context, lane)
+                       : int64_t{-1};
     return tl < last ? slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, lane) : int64_t{-1};
   };
   // Two stages: the block-table entries of a tile are loaded one tile before its copies are
@@ -364,7 +403,7 @@ split_kv_mma_kernel(const Params p) {
       }
       gpu::cp_async_commit();
       entry = entry_of(tile + 2 * S::kWarps);
-      gpu::cp_async_wait<1>();
+      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<1>();
     } else {
       PACTS_WARP_SYNC();  // every lane is done with the stage (the previous tile)
       tiny = stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages, lane);
@@ -486,7 +525,8 @@ split_kv_mma_kernel(const Params p) {
     }
   }
   gpu::cp_async_wait<0>();
-  __syncthreads();  // every warp is done with the stages: they become the warps' final states
+  // Every warp is done with the stages: they become the warps' final states.
+  if (!PACTS_MUTANT(hip_final_barrier_dropped)) __syncthreads();
 
   typename MmaSmem<D, kSplitV>::Final& fin = sm.u.fin;
 #pragma unroll
@@ -512,8 +552,10 @@ split_kv_mma_kernel(const Params p) {
     }
     const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
     if (direct) {
-      const float sink = p.has_sinks ? p.sinks[h] : 0.0f;
+      const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
+      const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
       fin.factor[t] = common::output_factor(ms.m, ms.l, p.has_sinks, sink);
+      if (PACTS_MUTANT(hip_lse_first_warp)) ms = {fin.m[0][t], fin.l[0][t]};
       store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(ms.m, ms.l)));
     } else {
       const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
