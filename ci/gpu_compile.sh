@@ -22,7 +22,10 @@ args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=ON -DPACTS_CHECK_AMD
 targets=(pacts_hip_amd_check)
 if [ -n "$nvcc" ]; then
   args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
-  targets+=(pacts_kernels_hip pacts_common_gpu_test)
+  # The kernels, their GPU test, and everything that links them in a CUDA build: the hip
+  # backend (pacts-conformance), pacts-fuzz, pacts-bench with its unsafe variant, the mutant build.
+  targets+=(pacts_kernels_hip pacts_common_gpu_test pacts-conformance pacts-fuzz pacts-bench
+            pacts_kernels_hip_mutants)
 else
   echo "pacts: no nvcc on this machine: the sm_90 build is skipped (AMD compile check only)"
 fi
@@ -32,7 +35,9 @@ cmake --build build-gpu -j "$(nproc)" --target "${targets[@]}" >> build-gpu.log 
 echo "GPU compile checks passed (compile-only: no kernel ran here)"
 if [ -n "$nvcc" ]; then
   echo "sm_90 (ptxas), distinct register/spill lines:"
-  grep -E "Used [0-9]+ registers|spill" build-gpu.log | sed 's/^.*ptxas info *: *//' | sort | uniq -c | head -20
+  grep -E "Used [0-9]+ registers|spill" build-gpu.log | sed 's/^.*ptxas info *: *//' | sort | uniq -c | head -20 ||
+    echo "  (none: nothing was recompiled; build-gpu was up to date)"
 fi
 echo "gfx942/gfx950 (clang-22), distinct resource lines:"
-grep -E "(VGPRs|SGPRs|ScratchSize|Occupancy|LDS Size).*:" build-gpu.log | sed 's/^.*remark: *//' | sort | uniq -c | head -20
+grep -E "(VGPRs|SGPRs|ScratchSize|Occupancy|LDS Size).*:" build-gpu.log | sed 's/^.*remark: *//' | sort | uniq -c | head -20 ||
+  echo "  (none: nothing was recompiled; build-gpu was up to date)"
