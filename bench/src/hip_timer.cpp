@@ -9,9 +9,9 @@
 // their own library (the gated one, linked, and the unsafe one, loaded), both on this device's
 // primary context, so this module's stream and events serve them.
 #include "fill.h"
-#include "gpu_graph.h"
 #include "hip_kernels.h"
 #include "internal.h"
+#include "platform/gpu.h"
 
 #include <pacts/spec/validate.h>
 
@@ -70,11 +70,11 @@ class DeviceBuffer {
 
 // A captured graph and its executable, destroyed on scope exit.
 struct Captured {
-  gpu::Graph graph = nullptr;
-  gpu::GraphExec exec = nullptr;
+  hipGraph_t graph = nullptr;
+  hipGraphExec_t exec = nullptr;
   ~Captured() {
-    if (exec) (void)gpu::destroy(exec);
-    if (graph) (void)gpu::destroy(graph);
+    if (exec) (void)hipGraphExecDestroy(exec);
+    if (graph) (void)hipGraphDestroy(graph);
   }
 };
 
@@ -94,11 +94,11 @@ class HipTimer final : public Timer {
 
   spec::Status init() {
     PACTS_GPU_CHECK(hipSetDevice(ordinal_));
-    PACTS_GPU_CHECK(gpu::create_stream(&stream_));
+    PACTS_GPU_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
     PACTS_GPU_CHECK(hipEventCreate(&start_));
     PACTS_GPU_CHECK(hipEventCreate(&stop_));
     int l2 = 0;
-    PACTS_GPU_CHECK(gpu::l2_bytes(ordinal_, &l2));
+    PACTS_GPU_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, ordinal_));
     // At least 512 MiB (the peers' flush) and 8 times the L2.
     const uint64_t flush =
         std::max<uint64_t>(uint64_t{512} << 20, uint64_t{8} * static_cast<uint64_t>(l2));
@@ -241,13 +241,15 @@ class HipTimer final : public Timer {
   // capture it, decode()'s refusal as it is.
   spec::Status capture(const HipKernels& k, const kernels::Plan& plan, const Inputs& in,
                        uint32_t* error_word, DeviceBuffer& ws, Captured& g) {
-    PACTS_GPU_CHECK(gpu::begin_capture(stream_));
+    // Relaxed: decode() may raise a kernel's shared-memory limit (not a stream operation) while
+    // the stream is captured.
+    PACTS_GPU_CHECK(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
     const spec::Status captured =
         k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_);
-    const hipError_t ended = gpu::end_capture(stream_, &g.graph);
+    const hipError_t ended = hipStreamEndCapture(stream_, &g.graph);
     if (!captured) return captured;
     PACTS_GPU_CHECK(ended);
-    PACTS_GPU_CHECK(gpu::instantiate(&g.exec, g.graph));
+    PACTS_GPU_CHECK(hipGraphInstantiateWithFlags(&g.exec, g.graph, 0));
     return spec::Status::ok();
   }
 
@@ -279,7 +281,7 @@ class HipTimer final : public Timer {
     }
     const auto replay = [&]() -> spec::Status {
       if (!g.exec) return k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_);
-      PACTS_GPU_CHECK(gpu::launch(g.exec, stream_));
+      PACTS_GPU_CHECK(hipGraphLaunch(g.exec, stream_));
       return spec::Status::ok();
     };
     for (int32_t it = -o.warmup; it < o.repeats; ++it) {

@@ -46,6 +46,15 @@ inline hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st) {
   return cudaMemsetAsync(d, v, n, st);
 }
 inline hipError_t hipStreamCreate(hipStream_t* s) { return cudaStreamCreate(s); }
+inline constexpr unsigned hipStreamNonBlocking = cudaStreamNonBlocking;
+inline hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned flags) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
+using hipDeviceAttribute_t = cudaDeviceAttr;
+inline constexpr hipDeviceAttribute_t hipDeviceAttributeL2CacheSize = cudaDevAttrL2CacheSize;
+inline hipError_t hipDeviceGetAttribute(int* value, hipDeviceAttribute_t attr, int device) {
+  return cudaDeviceGetAttribute(value, attr, device);
+}
 inline hipError_t hipStreamDestroy(hipStream_t s) { return cudaStreamDestroy(s); }
 inline hipError_t hipStreamSynchronize(hipStream_t s) { return cudaStreamSynchronize(s); }
 inline hipError_t hipEventCreate(hipEvent_t* e) { return cudaEventCreate(e); }
@@ -71,6 +80,10 @@ inline hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* g) {
 }
 inline hipError_t hipGraphInstantiate(hipGraphExec_t* e, hipGraph_t g, void*, char*, size_t) {
   return cudaGraphInstantiate(e, g, 0);
+}
+inline hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t* e, hipGraph_t g,
+                                               unsigned long long flags) {
+  return cudaGraphInstantiateWithFlags(e, g, flags);
 }
 inline hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) { return cudaGraphLaunch(e, s); }
 inline hipError_t hipGraphExecDestroy(hipGraphExec_t e) { return cudaGraphExecDestroy(e); }
