@@ -15,6 +15,8 @@
 #include <pacts/conformance/hip_backend.h>
 #include <pacts/hip.h>
 
+#include "kernel_adapter.h"
+
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -139,19 +141,15 @@ class HipBackend final : public Backend {
       result.status = s;
       return result;
     }
-    int32_t fixed_size = 0, fixed_partitions = 0;
-    if (hint.kind == PlanHint::Kind::kPartitionSize) fixed_size = hint.value;
-    if (hint.kind == PlanHint::Kind::kPartitions) fixed_partitions = hint.value;
+    const FixedSplit split = fixed_split(hint);
     spec::Result<kernels::Plan> plan =
-        kernels::hip::plan(problem, device_, fixed_size, fixed_partitions);
+        kernels::hip::plan(problem, device_, split.partition_size, split.partitions);
     if (!plan) {
       result.status = plan.status();
       return result;
     }
     const kernels::Plan& chosen = plan.value();
-    result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
-    result.plan.max_partitions = chosen.num_partitions;
-    result.plan.variant = chosen.variant;
+    result.plan = plan_used(chosen);
     result.status = execute(chosen, buffers, &result.device_error, replay);
     return result;
   }

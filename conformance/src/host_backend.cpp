@@ -12,6 +12,8 @@
 #include <pacts/decode.h>
 #include <pacts/host.h>
 
+#include "kernel_adapter.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -54,11 +56,9 @@ class HostBackend final : public Backend {
   RunResult run_plan(const pacts_problem& problem, const pacts_buffers& buffers,
                      const PlanHint& hint, std::span<const int32_t> replay) {
     RunResult result;
-    int32_t fixed_size = 0, fixed_partitions = 0;
-    if (hint.kind == PlanHint::Kind::kPartitionSize) fixed_size = hint.value;
-    if (hint.kind == PlanHint::Kind::kPartitions) fixed_partitions = hint.value;
+    const FixedSplit split = fixed_split(hint);
     spec::Result<kernels::Plan> plan =
-        kernels::plan(problem, device_, fixed_size, fixed_partitions);
+        kernels::plan(problem, device_, split.partition_size, split.partitions);
     if (!plan) {
       result.status = plan.status();
       return result;
@@ -84,9 +84,7 @@ class HostBackend final : public Backend {
       result.status = decode_once();
     }
     result.device_error = error_word;
-    result.plan.partition_size = chosen.num_partitions > 1 ? chosen.partition_size : 0;
-    result.plan.max_partitions = chosen.num_partitions;
-    result.plan.variant = chosen.variant;
+    result.plan = plan_used(chosen);
     return result;
   }
 
