@@ -11,11 +11,13 @@
 #   mkdir -p build-hipmut && cp build-gmut/mutation/pacts-mutate-hip build-hipmut/   (static
 #   CUDA runtime, about 30 MB; /build*/ is ignored, so carry it): carry ["build-hipmut"],
 #   mutation/h200_mutants.sh build-hipmut
-# STEPS (default "mutate racecheck") picks the parts. The run of pacts-mutate-hip gets 420 s and
+# STEPS (default "mutate racecheck") picks the parts. The run of pacts-mutate-hip gets MUTATE_LIMIT
+# (default 420) s and
 # the four racecheck runs 75 s each: within one 600 s device call, run STEPS=mutate and
 # STEPS=racecheck as two calls.
 set -u
 B=${1:-build-gmut}; CASES=${2:-20}; JOBS=${3:-4}; STEPS=${STEPS:-mutate racecheck}
+MUTATE_LIMIT=${MUTATE_LIMIT:-420}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/pacts-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -35,16 +37,17 @@ fi
 
 # The GPU-relevant mutants: the mutants of kernels/common/ that the NVIDIA path reaches, and every
 # mutant of kernels/hip/ (named hip_*, read from --list so that a new one is never left out).
-# Left out: the kernels/host/ mutants (not in the HIP kernels) and the common mutants of formats the
-# HIP kernels refuse (e8m0, e4m3fn, MXFP4 nibbles: no case reaches them, they would "survive").
+# Left out: the kernels/host/ mutants (not in the HIP kernels). The format mutants of
+# kernels/common (e8m0, e4m3fn, MXFP4 nibbles) are in: the HIP kernels decode every format.
 common="fp16_subnormals_flushed,q_scale_ignored,q_scale_after_dot,causal_sees_next_key"
 common+=",window_one_short,window_one_long,partition_overlap,context_len_bound_exclusive"
 common+=",bf16_truncated,rescale_skipped,merge_wrong_max,empty_partition_nan,lse_base2"
+common+=",e8m0_zero_as_zero,e8m0_ff_not_nan,e4m3fn_read_as_fnuz,nibbles_swapped"
 hip=$("$M" --list | awk -F' \\| ' '$2 ~ /^hip_/ {printf "%s%s", sep, $2; sep=","}')
 echo "common mutants: $common"
 echo "hip mutants:    $hip"
 
-has mutate && step mutate 420 "$M" --backend hip --only "$common,$hip" --jobs "$JOBS" --cases "$CASES" \
+has mutate && step mutate "$MUTATE_LIMIT" "$M" --backend hip --only "$common,$hip" --jobs "$JOBS" --cases "$CASES" \
   --case-dir "$OUT/mutation-cases" --table-file "$OUT/mutation-table-hip.md"
 has mutate && grep -E "^  [a-z0-9_ ()]+ +(killed|warned|survived|crashed|timeout|error) " "$OUT/mutate.log"
 has mutate && sed -n '/^| mutant |/,$p' "$OUT/mutate.log"

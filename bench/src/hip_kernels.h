@@ -15,7 +15,6 @@ struct HipKernels {
                                       int32_t) = nullptr;
   spec::Status (*decode)(const kernels::Plan&, const pacts_buffers&, uint32_t*, void*, uint64_t,
                          void*) = nullptr;
-  spec::Status (*check_supported)(const pacts_problem&) = nullptr;
   spec::Status (*select_device)(int32_t) = nullptr;
 };
 

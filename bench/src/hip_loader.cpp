@@ -15,7 +15,6 @@ HipKernels safe_hip_kernels() {
   k.variant = "safe";
   k.plan = &kernels::hip::plan;
   k.decode = &kernels::hip::decode;
-  k.check_supported = &kernels::hip::check_supported;
   k.select_device = &kernels::hip::memory::select_device;
   return k;
 }

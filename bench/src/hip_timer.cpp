@@ -257,7 +257,6 @@ class HipTimer final : public Timer {
                             const Options& o, std::vector<double>& samples_us,
                             kernels::Plan& timed_plan) {
     if (spec::Status s = k.select_device(ordinal_); !s) return s;
-    if (spec::Status s = k.check_supported(p); !s) return s;
     spec::Result<kernels::Plan> made = k.plan(p, device_, 0, 0);
     if (!made) return made.status();
     const kernels::Plan& plan = made.value();

@@ -2,8 +2,11 @@
 // same backend object in this process (issue 8; architecture.md: bench/ only times what the
 // checks passed).
 //
-//   pacts-bench --backend host|hip[:N] --set peers|models|grid [--gate-cases N] [--repeats N]
-//               [--csv F] [--json F] [--svg F] [--baseline F]
+//   pacts-bench --backend host|hip[:N] --set peers|models|grid|formats [--gate-cases N]
+//               [--repeats N] [--csv F] [--json F] [--svg F] [--baseline F] [--list]
+//
+// Sets: peers (the H200 peers' grid), models (production configurations), grid (a ragged
+// sweep), formats (every KV format in NHD and vLLM's x-packed K / dim-major V, at one shape).
 //
 // Progress on stderr, the table on stdout. Exit status: 0 done; 1 bad arguments or a tool
 // error; 2 the gate failed (nothing timed; the failing properties and case files are named);
@@ -40,7 +43,8 @@ int main(int argc, char** argv) {
   double threshold = 5.0;
   bool list = false, no_unsafe = false;
   app.add_option("--backend", backend, "host, hip, hip:N (GPU N), or <backend>+<fault>");
-  app.add_option("--set", set, "shape set: peers, models, grid");
+  app.add_option("--set", set,
+                 "shape set: peers, models, grid, formats (every KV format x layout nhd/vllm)");
   app.add_option("--gate-cases", o.gate_cases, "generated cases per property in the gate");
   app.add_option("--gate-seed", o.gate_seed, "seed of the gate's cases");
   app.add_option("--case-dir", o.gate_case_dir, "where the gate saves minimal failing cases");

@@ -60,6 +60,12 @@ pacts_scale_mode scale_from(const std::string& name) {
                               "': accepted none, per_tensor, per_token, mx_block");
 }
 
+KvLayout layout_from(const std::string& name) {
+  for (KvLayout l : {KvLayout::kNhd, KvLayout::kVllm})
+    if (name == layout_name(l)) return l;
+  throw std::invalid_argument("layout '" + name + "': accepted nhd, vllm");
+}
+
 }  // namespace
 
 std::string to_table(const Report& r) {
@@ -82,21 +88,23 @@ std::string to_table(const Report& r) {
          "\n";
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-62s %-6s %10s %10s %10s %8s %8s %6s %6s %9s  %s\n", "shape",
-                "var", "median us", "min us", "max us", "KV TB/s", "all TB/s", "%ceil", "%sheet",
-                "peer TB/s", "plan");
+  std::snprintf(line, sizeof line, "%-62s %-6s %-6s %10s %10s %10s %8s %8s %6s %6s %9s  %s\n",
+                "shape", "layout", "var", "median us", "min us", "max us", "KV TB/s", "all TB/s",
+                "%ceil", "%sheet", "peer TB/s", "plan");
   out += line;
   for (const Row& row : r.rows) {
+    const std::string layout(layout_name(row.shape.layout));
     if (!row.ok()) {
-      std::snprintf(line, sizeof line, "%-62s %-6s %s\n", row.shape.label().c_str(),
-                    row.variant.c_str(), row.status.c_str());
+      std::snprintf(line, sizeof line, "%-62s %-6s %-6s %s\n", row.shape.label().c_str(),
+                    layout.c_str(), row.variant.c_str(), row.status.c_str());
     } else {
       const std::string sheet = r.datasheet_tbs > 0 ? fmt("%6.1f", row.kv_pct_datasheet) : "     -";
       const std::string peer = row.peer_tbs > 0 ? fmt("%9.2f", row.peer_tbs) : "        -";
-      std::snprintf(line, sizeof line, "%-62s %-6s %10.1f %10.1f %10.1f %8.3g %8.3g %6.1f %s %s  %s\n",
-                    row.shape.label().c_str(), row.variant.c_str(), row.time.median_us,
-                    row.time.min_us, row.time.max_us, row.kv_tbs, row.all_tbs, row.kv_pct_ceiling,
-                    sheet.c_str(), peer.c_str(), row.plan.c_str());
+      std::snprintf(line, sizeof line,
+                    "%-62s %-6s %-6s %10.1f %10.1f %10.1f %8.3g %8.3g %6.1f %s %s  %s\n",
+                    row.shape.label().c_str(), layout.c_str(), row.variant.c_str(),
+                    row.time.median_us, row.time.min_us, row.time.max_us, row.kv_tbs, row.all_tbs,
+                    row.kv_pct_ceiling, sheet.c_str(), peer.c_str(), row.plan.c_str());
     }
     out += line;
   }
@@ -106,9 +114,9 @@ std::string to_table(const Report& r) {
 std::string to_csv(const Report& r) {
   std::string out =
       "set,model,batch,context,q_len,num_q_heads,num_kv_heads,head_dim,page_size,kv_format,"
-      "kv_scale,sinks,window,ragged,label,variant,status,plan,median_us,min_us,max_us,samples,"
-      "kv_bytes,all_bytes,kv_tbs,all_tbs,kv_pct_ceiling,kv_pct_datasheet,all_pct_ceiling,"
-      "all_pct_datasheet,peer_us,peer_tbs\n";
+      "kv_scale,layout,sinks,window,ragged,label,variant,status,plan,median_us,min_us,max_us,"
+      "samples,kv_bytes,all_bytes,kv_tbs,all_tbs,kv_pct_ceiling,kv_pct_datasheet,"
+      "all_pct_ceiling,all_pct_datasheet,peer_us,peer_tbs\n";
   for (const Row& row : r.rows) {
     const Shape& s = row.shape;
     const std::vector<std::string> f = {
@@ -116,7 +124,8 @@ std::string to_csv(const Report& r) {
         std::to_string(s.q_len), std::to_string(s.num_q_heads), std::to_string(s.num_kv_heads),
         std::to_string(s.head_dim), std::to_string(s.page_size),
         std::string(spec::format_name(s.kv_format)), scale_name(s.kv_scale_mode),
-        std::to_string(s.sinks ? 1 : 0), std::to_string(s.window), std::to_string(s.ragged ? 1 : 0),
+        std::string(layout_name(s.layout)), std::to_string(s.sinks ? 1 : 0),
+        std::to_string(s.window), std::to_string(s.ragged ? 1 : 0),
         csv_field(s.label()), row.variant, csv_field(row.status), csv_field(row.plan),
         fmt("%.3f", row.time.median_us), fmt("%.3f", row.time.min_us),
         fmt("%.3f", row.time.max_us), std::to_string(row.time.samples),
@@ -146,6 +155,7 @@ std::string to_json(const Report& r) {
                     {"page_size", s.page_size},
                     {"kv_format", std::string(spec::format_name(s.kv_format))},
                     {"kv_scale", scale_name(s.kv_scale_mode)},
+                    {"layout", std::string(layout_name(s.layout))},
                     {"sinks", s.sinks},
                     {"window", s.window},
                     {"ragged", s.ragged},
@@ -237,6 +247,8 @@ spec::Result<Report> from_json(std::string_view text) {
       s.page_size = x.at("page_size").get<int32_t>();
       s.kv_format = format_from(x.at("kv_format").get<std::string>());
       s.kv_scale_mode = scale_from(x.at("kv_scale").get<std::string>());
+      // Reports written before the `formats` set have no layout: every pool was NHD then.
+      s.layout = layout_from(x.value("layout", std::string(layout_name(KvLayout::kNhd))));
       s.sinks = x.at("sinks").get<bool>();
       s.window = x.at("window").get<int32_t>();
       s.ragged = x.at("ragged").get<bool>();

@@ -11,6 +11,7 @@
 
 #include <cinttypes>
 #include <cstdlib>
+#include <utility>
 
 namespace pacts::bench {
 namespace {
@@ -134,7 +135,13 @@ spec::Result<Report> run_set(std::string_view set, const Target& target,
   if (spec::Status s = check_options(target, options); !s) return s;
   spec::Result<std::vector<Shape>> shapes = shape_set(set);
   if (!shapes) return shapes.status();
-  std::vector<Shape> todo = shapes.value();
+  return run_shapes(set, std::move(shapes).value(), target, backend, options);
+}
+
+spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
+                                const Target& target, conformance::Backend& backend,
+                                const Options& options) {
+  if (spec::Status s = check_options(target, options); !s) return s;
   if (options.limit > 0 && static_cast<size_t>(options.limit) < todo.size())
     todo.resize(static_cast<size_t>(options.limit));
 

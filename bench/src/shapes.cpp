@@ -1,6 +1,7 @@
 // The shape sets of issue 8: `peers` (the grid of ../shared/notes/h200-peers.md), `models`
 // (production attention configurations in their usual KV formats) and `grid` (a sweep with
-// ragged context lengths, as aiter benchmarks: ../shared/notes/aiter-pa-decode.md §7).
+// ragged context lengths, as aiter benchmarks: ../shared/notes/aiter-pa-decode.md §7); and
+// `formats`: one figure per KV format and per K/V layout (NHD, vLLM's) at one fixed shape.
 #include <pacts/bench/bench.h>
 #include <pacts/conformance/rng.h>
 #include <pacts/spec/formats.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace pacts::bench {
 namespace {
@@ -22,8 +25,13 @@ constexpr KvFormat kBf16{PACTS_FORMAT_BF16, PACTS_SCALE_NONE};
 constexpr KvFormat kFp16{PACTS_FORMAT_FP16, PACTS_SCALE_NONE};
 // vLLM's fp8 KV cache (NVIDIA, gfx950): OCP e4m3 with one scale per tensor.
 constexpr KvFormat kE4m3PerTensor{PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TENSOR};
+// OCP e4m3 with one scale per token: the per-token cost apart from the fnuz decode.
+constexpr KvFormat kE4m3PerToken{PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TOKEN};
 // aiter on gfx942: e4m3fnuz with one scale per token (aiter-pa-decode.md §2).
 constexpr KvFormat kE4m3fnuzPerToken{PACTS_FORMAT_E4M3FNUZ, PACTS_SCALE_PER_TOKEN};
+// vLLM's fp8_e5m2 cache and its fnuz twin, one scale per tensor.
+constexpr KvFormat kE5m2PerTensor{PACTS_FORMAT_E5M2, PACTS_SCALE_PER_TENSOR};
+constexpr KvFormat kE5m2fnuzPerTensor{PACTS_FORMAT_E5M2FNUZ, PACTS_SCALE_PER_TENSOR};
 // MXFP4: e2m1 elements, one e8m0 scale per 32 (spec/formats.md §3).
 constexpr KvFormat kMxfp4{PACTS_FORMAT_E2M1, PACTS_SCALE_MX_BLOCK};
 
@@ -122,35 +130,98 @@ std::vector<Shape> grid() {
   return out;
 }
 
+std::vector<Shape> formats() {
+  // Every KV format (with the scale mode it is deployed with) in both layouts at one shape that
+  // is long enough for the K/V stream to dominate: B 32, ctx 16384 (not ragged), Hkv 8, G 8,
+  // D 128, page 64, L 1.
+  const std::vector<KvFormat> list = {kBf16, kFp16, kE4m3PerTensor, kE4m3PerToken,
+                                      kE4m3fnuzPerToken, kE5m2PerTensor, kE5m2fnuzPerTensor,
+                                      kMxfp4};
+  std::vector<Shape> out;
+  for (const KvFormat& f : list)
+    for (KvLayout layout : {KvLayout::kNhd, KvLayout::kVllm}) {
+      Shape s;
+      s.set = "formats";
+      s.batch = 32;
+      s.context = 16384;
+      s.num_kv_heads = 8;
+      s.num_q_heads = 64;
+      s.head_dim = 128;
+      s.page_size = 64;
+      s.kv_format = f.format;
+      s.kv_scale_mode = f.scale;
+      s.layout = layout;
+      out.push_back(s);
+    }
+  return out;
+}
+
+// The K and V pool layouts of a shape (spec/operator.md §3.2 table). Strides count elements, or
+// bytes over the byte index d/2 for e2m1 (§3.3), so a row has `units` of them.
+std::pair<pacts_pool_layout, pacts_pool_layout> pool_layouts(const Shape& s) {
+  const bool e2m1 = s.kv_format == PACTS_FORMAT_E2M1;
+  const int64_t units = e2m1 ? s.head_dim / 2 : s.head_dim;
+  const int64_t hkv = s.num_kv_heads, page = s.page_size;
+  if (s.layout == KvLayout::kNhd) {
+    const pacts_pool_layout nhd{page * hkv * units, units, hkv * units, units,
+                                static_cast<int32_t>(units), 0};
+    return {nhd, nhd};
+  }
+  // x-packed K: chunks of 16 bytes (x = 16 / element size; e2m1: 16 bytes = 32 elements).
+  const int64_t x = e2m1 ? 16 : 16 / spec::element_bytes(s.kv_format);
+  const pacts_pool_layout k{hkv * units * page, units * page, x, page * x,
+                            static_cast<int32_t>(x), 0};
+  // Dim-major V: one unit per chunk, the tokens of a dim contiguous.
+  const pacts_pool_layout v{hkv * units * page, units * page, 1, page, 1, 0};
+  return {k, v};
+}
+
+// "e4m3fn/tensor", "e4m3fnuz/token", "bf16", "e2m1" (MX block scales go with e2m1 alone).
+std::string format_with_scale(const Shape& s) {
+  std::string f(spec::format_name(s.kv_format));
+  if (s.kv_scale_mode == PACTS_SCALE_PER_TENSOR) f += "/tensor";
+  if (s.kv_scale_mode == PACTS_SCALE_PER_TOKEN) f += "/token";
+  return f;
+}
+
 }  // namespace
+
+std::string_view layout_name(KvLayout layout) {
+  switch (layout) {
+    case KvLayout::kNhd: return "nhd";
+    case KvLayout::kVllm: return "vllm";
+  }
+  return "invalid";
+}
 
 std::string Shape::label() const {
   std::string s = "B" + std::to_string(batch) + " ctx" + std::to_string(context) + " L" +
                   std::to_string(q_len) + " Hq" + std::to_string(num_q_heads) + " Hkv" +
                   std::to_string(num_kv_heads) + " D" + std::to_string(head_dim) + " p" +
-                  std::to_string(page_size) + " " + std::string(spec::format_name(kv_format));
-  if (kv_scale_mode == PACTS_SCALE_PER_TENSOR) s += "/tensor";
-  if (kv_scale_mode == PACTS_SCALE_PER_TOKEN) s += "/token";
+                  std::to_string(page_size) + " " + format_with_scale(*this);
   if (sinks) s += " sinks";
   if (window > 0) s += " W" + std::to_string(window);
   if (ragged) s += " ragged";
+  if (layout != KvLayout::kNhd) s += " " + std::string(layout_name(layout));
   if (!model.empty()) s = model + ": " + s;
   return s;
 }
 
 std::string Shape::series() const {
-  std::string s = std::string(spec::format_name(kv_format)) + " p" + std::to_string(page_size);
+  std::string s = format_with_scale(*this) + " p" + std::to_string(page_size);
+  if (layout != KvLayout::kNhd) s += " " + std::string(layout_name(layout));
   return s;
 }
 
-std::vector<std::string> set_names() { return {"peers", "models", "grid"}; }
+std::vector<std::string> set_names() { return {"peers", "models", "grid", "formats"}; }
 
 spec::Result<std::vector<Shape>> shape_set(std::string_view name) {
   if (name == "peers") return peers();
   if (name == "models") return models();
   if (name == "grid") return grid();
+  if (name == "formats") return formats();
   return spec::invalid_argument("set '" + std::string(name) +
-                                "': the shape sets are peers, models, grid");
+                                "': the shape sets are peers, models, grid, formats");
 }
 
 pacts_problem make_problem(const Shape& s) {
@@ -164,14 +235,7 @@ pacts_problem make_problem(const Shape& s) {
   p.window = s.window;
   p.has_sinks = s.sinks ? 1 : 0;
   p.want_lse = 0;
-  // make_problem lays out NHD pools in elements; e2m1 pools are addressed in bytes over the
-  // byte index d/2 (problem.h), so their unit is D/2 bytes, NHD still.
-  if (s.kv_format == PACTS_FORMAT_E2M1) {
-    const int64_t u = s.head_dim / 2;
-    const pacts_pool_layout nhd{int64_t{s.page_size} * s.num_kv_heads * u, u,
-                                int64_t{s.num_kv_heads} * u, u, static_cast<int32_t>(u), 0};
-    p.k_layout = p.v_layout = nhd;
-  }
+  std::tie(p.k_layout, p.v_layout) = pool_layouts(s);
   // Scales [page][head][token] (per token: fp32; MX: D / 32 e8m0 bytes per token).
   const int64_t per_token = s.kv_scale_mode == PACTS_SCALE_MX_BLOCK ? s.head_dim / 32 : 1;
   if (s.kv_scale_mode == PACTS_SCALE_PER_TOKEN || s.kv_scale_mode == PACTS_SCALE_MX_BLOCK) {

@@ -1,7 +1,7 @@
 // The SVG plot of a report, written by hand (no plotting dependency): TB/s of K/V bytes against
-// context length (log2 axis), one line per KV format x page size (x variant), each point the
-// best row of that series at that context; the measured read ceiling and the datasheet as
-// horizontal references.
+// context length (log2 axis), one line per Shape::series() (KV format and scale mode x page
+// size x layout) and variant, each point the best row of that series at that context; the
+// measured read ceiling and the datasheet as horizontal references.
 #include "internal.h"
 
 #include <algorithm>

@@ -12,6 +12,5 @@ extern "C" __attribute__((visibility("default"))) void pacts_bench_unsafe_kernel
   out->variant = "unsafe";
   out->plan = &pacts::kernels::hip::plan;
   out->decode = &pacts::kernels::hip::decode;
-  out->check_supported = &pacts::kernels::hip::check_supported;
   out->select_device = &pacts::kernels::hip::memory::select_device;
 }

@@ -1,9 +1,11 @@
 // pacts-bench (issue 8), CPU only, no timing assertions (conventions.md): the shape sets are the
-// issue's, the bytes model counts what a call moves, a backend that fails a property is refused
+// issue's (and `formats`, every KV format in the NHD and vLLM layouts, those of the spec's
+// table), the bytes model counts what a call moves, a backend that fails a property is refused
 // (named, with its case file) and nothing is timed, a passing host backend produces a table,
 // CSV, JSON and SVG that parse, and --baseline flags a planted change but not an identical run.
 // Fixed seeds, printed. Label `bench`.
 #include <pacts/bench/bench.h>
+#include <pacts/conformance/backend.h>
 #include <pacts/spec/validate.h>
 
 #include "../src/internal.h"
@@ -14,6 +16,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -146,6 +150,141 @@ TEST(ShapeSets, GridIsAFullRaggedSweep) {
   EXPECT_GT(distinct.size(), 200u);  // spread over the range, not a constant offset
 }
 
+// The `formats` set, from its description: one shape (B 32, ctx 16384 for every sequence, Hkv 8,
+// Hq 64, D 128, page 64, L 1, nothing optional) for each KV format with its scale mode, in NHD and
+// in vLLM's pair (x-packed K, dim-major V).
+struct FormatPair {
+  pacts_format format;
+  pacts_scale_mode scale;
+};
+const std::vector<FormatPair> kFormatsOfTheSet = {
+    {PACTS_FORMAT_BF16, PACTS_SCALE_NONE},           {PACTS_FORMAT_FP16, PACTS_SCALE_NONE},
+    {PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TENSOR},   {PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TOKEN},
+    {PACTS_FORMAT_E4M3FNUZ, PACTS_SCALE_PER_TOKEN},  {PACTS_FORMAT_E5M2, PACTS_SCALE_PER_TENSOR},
+    {PACTS_FORMAT_E5M2FNUZ, PACTS_SCALE_PER_TENSOR}, {PACTS_FORMAT_E2M1, PACTS_SCALE_MX_BLOCK},
+};
+
+// Bytes of one K (or V) row of D elements: e2m1 packs two elements per byte.
+int64_t row_bytes(pacts_format f, int64_t d) {
+  switch (f) {
+    case PACTS_FORMAT_BF16:
+    case PACTS_FORMAT_FP16: return 2 * d;
+    case PACTS_FORMAT_E2M1: return d / 2;
+    default: return d;
+  }
+}
+
+TEST(ShapeSets, FormatsAreEveryKvFormatInBothLayoutsAtOneShape) {
+  std::multiset<std::tuple<int, int, std::string>> expected;
+  for (const FormatPair& f : kFormatsOfTheSet)
+    for (const char* layout : {"nhd", "vllm"}) expected.insert({f.format, f.scale, layout});
+  ASSERT_EQ(expected.size(), 16u);
+  const auto set = shape_set("formats");
+  ASSERT_TRUE(set) << set.status().to_string();
+  EXPECT_EQ(set.value().size(), 16u);
+  std::multiset<std::tuple<int, int, std::string>> got;
+  std::set<std::string> labels, series;
+  for (const Shape& s : set.value()) {
+    got.insert({s.kv_format, s.kv_scale_mode, std::string(layout_name(s.layout))});
+    EXPECT_TRUE(labels.insert(s.label()).second) << "duplicate " << s.label();
+    EXPECT_TRUE(series.insert(s.series()).second) << "two shapes on one plot line " << s.label();
+    EXPECT_EQ(s.set, "formats");
+    EXPECT_EQ(s.batch, 32) << s.label();
+    EXPECT_EQ(s.context, 16384) << s.label();
+    EXPECT_FALSE(s.ragged) << s.label();
+    EXPECT_EQ(context_lengths(s, kDataSeed), std::vector<int32_t>(32, 16384)) << s.label();
+    EXPECT_EQ(s.num_kv_heads, 8) << s.label();
+    EXPECT_EQ(s.num_q_heads, 64) << s.label();
+    EXPECT_EQ(s.group(), 8) << s.label();
+    EXPECT_EQ(s.head_dim, 128) << s.label();
+    EXPECT_EQ(s.page_size, 64) << s.label();
+    EXPECT_EQ(s.q_len, 1) << s.label();
+    EXPECT_FALSE(s.sinks) << s.label();
+    EXPECT_EQ(s.window, 0) << s.label();
+    EXPECT_TRUE(s.model.empty()) << s.label();
+    const pacts_problem p = make_problem(s);
+    const spec::Status st = spec::validate_problem(p);
+    EXPECT_TRUE(st) << s.label() << ": " << st.to_string();
+    EXPECT_EQ(p.q_format, PACTS_FORMAT_BF16) << s.label();
+    EXPECT_EQ(p.out_format, PACTS_FORMAT_BF16) << s.label();
+    EXPECT_EQ(p.softcap, 0.0f) << s.label();
+    EXPECT_EQ(p.has_sinks, 0) << s.label();
+  }
+  EXPECT_EQ(got, expected);
+}
+
+TEST(ShapeSets, FormatsLayoutsAreTheSpecTable) {
+  // spec/operator.md §3.2 (units: elements; e2m1, §3.3: bytes, U = D/2, x = 16 bytes):
+  //   NHD           C = U, s_page = P*Hkv*U, s_head = U, s_tok = Hkv*U
+  //   x-packed K    C = x, s_page = Hkv*U*P, s_head = U*P, s_tok = x, s_chunk = P*x
+  //   dim-major V   C = 1, s_page = Hkv*U*P, s_head = U*P, s_tok = 1, s_chunk = P
+  // with x = 16 bytes / element size. Scale pools dense (§3.4) in both layouts.
+  const auto set = shape_set("formats");
+  ASSERT_TRUE(set);
+  for (const Shape& s : set.value()) {
+    const pacts_problem p = make_problem(s);
+    const bool e2m1 = s.kv_format == PACTS_FORMAT_E2M1;
+    const bool wide = s.kv_format == PACTS_FORMAT_BF16 || s.kv_format == PACTS_FORMAT_FP16;
+    const int64_t u = e2m1 ? 64 : 128, hkv = 8, page = 64;
+    const int64_t x = wide ? 8 : 16;  // 16-bit: 8 elements; fp8: 16; e2m1: 16 bytes
+    const pacts_pool_layout& k = p.k_layout;
+    const pacts_pool_layout& v = p.v_layout;
+    if (s.layout == KvLayout::kNhd) {
+      for (const pacts_pool_layout* l : {&k, &v}) {
+        EXPECT_EQ(l->chunk, u) << s.label();
+        EXPECT_EQ(l->s_page, page * hkv * u) << s.label();
+        EXPECT_EQ(l->s_head, u) << s.label();
+        EXPECT_EQ(l->s_tok, hkv * u) << s.label();
+      }
+    } else {
+      ASSERT_EQ(s.layout, KvLayout::kVllm) << s.label();
+      EXPECT_EQ(k.chunk, x) << s.label();
+      EXPECT_EQ(k.s_tok, x) << s.label();
+      EXPECT_EQ(k.s_chunk, page * x) << s.label();
+      EXPECT_EQ(k.s_head, u * page) << s.label();
+      EXPECT_EQ(k.s_page, hkv * u * page) << s.label();
+      EXPECT_EQ(v.chunk, 1) << s.label();
+      EXPECT_EQ(v.s_tok, 1) << s.label();
+      EXPECT_EQ(v.s_chunk, page) << s.label();
+      EXPECT_EQ(v.s_head, u * page) << s.label();
+      EXPECT_EQ(v.s_page, hkv * u * page) << s.label();
+    }
+    EXPECT_EQ(k.reserved0, 0);
+    EXPECT_EQ(v.reserved0, 0);
+    if (s.kv_scale_mode == PACTS_SCALE_PER_TOKEN || s.kv_scale_mode == PACTS_SCALE_MX_BLOCK) {
+      const int64_t per_token = s.kv_scale_mode == PACTS_SCALE_MX_BLOCK ? 128 / 32 : 1;
+      for (const pacts_scale_layout* l : {&p.k_scale_layout, &p.v_scale_layout}) {
+        EXPECT_EQ(l->s_tok, per_token) << s.label();
+        EXPECT_EQ(l->s_head, page * per_token) << s.label();
+        EXPECT_EQ(l->s_page, hkv * page * per_token) << s.label();
+      }
+    }
+  }
+}
+
+TEST(ShapeSets, FormatsHostInputsValidateAndPoolsAreDense) {
+  // A reduced copy of every shape (B 2, ctx 300: the last page partly filled): the buffers
+  // make_host_inputs lays out are what the problem describes (spec::validate checks every
+  // extent), and both layouts' pools are exactly N x Hkv x P rows, as dense as NHD.
+  const auto set = shape_set("formats");
+  ASSERT_TRUE(set);
+  for (Shape s : set.value()) {
+    s.batch = 2;
+    s.context = 300;
+    const HostInputs in = make_host_inputs(s, kDataSeed);
+    const spec::Status st = spec::validate(in.problem, in.buffers);
+    EXPECT_TRUE(st) << s.label() << ": " << st.to_string();
+    const uint64_t pages = 2 * 5;  // ceil(300 / 64) per sequence
+    const uint64_t pool = pages * 8 * 64 * static_cast<uint64_t>(row_bytes(s.kv_format, 128));
+    EXPECT_EQ(in.problem.num_pages, static_cast<int32_t>(pages)) << s.label();
+    EXPECT_EQ(in.k.size(), pool) << s.label();
+    EXPECT_EQ(in.v.size(), pool) << s.label();
+    const spec::RequiredExtents e = spec::required_extents(in.problem);
+    EXPECT_EQ(e.k, pool) << s.label();
+    EXPECT_EQ(e.v, pool) << s.label();
+  }
+}
+
 TEST(ShapeSets, EveryProblemIsValidAndUnknownSetsAreRefused) {
   for (const std::string& name : set_names()) {
     const auto set = shape_set(name);
@@ -160,7 +299,7 @@ TEST(ShapeSets, EveryProblemIsValidAndUnknownSetsAreRefused) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.status().code(), spec::Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("'peer'"), std::string::npos);
-  EXPECT_NE(bad.status().message().find("peers, models, grid"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("peers, models, grid, formats"), std::string::npos);
 }
 
 TEST(ShapeSets, HostInputsValidateForEveryFormat) {
@@ -422,9 +561,11 @@ TEST(Command, PassingHostBackendWritesTableCsvJsonSvg) {
   while (std::getline(lines, line)) rows.push_back(csv_fields(line));
   ASSERT_EQ(rows.size(), 3u);
   for (const auto& row : rows) EXPECT_EQ(row.size(), rows[0].size());
-  EXPECT_EQ(rows[0][14], "label");
-  EXPECT_EQ(rows[1][14], r.rows[0].shape.label());
-  EXPECT_EQ(rows[1][16], "ok");
+  EXPECT_EQ(rows[0][11], "layout");
+  EXPECT_EQ(rows[1][11], "nhd");
+  EXPECT_EQ(rows[0][15], "label");
+  EXPECT_EQ(rows[1][15], r.rows[0].shape.label());
+  EXPECT_EQ(rows[1][17], "ok");
 
   int polylines = 0;
   const std::string svg = read(dir / "r.svg");
@@ -481,6 +622,110 @@ TEST(Baseline, FlagsAPlantedChangeAndNotAnIdenticalRun) {
                               dir);
   EXPECT_EQ(c.status, 3) << c.err << c.out;
   EXPECT_NE(c.out.find("2 rows compared, 2 changed beyond the noise"), std::string::npos) << c.out;
+}
+
+// The formats set's vLLM shapes of three chunk widths (e2m1: 16 bytes; fp8: 16; bf16: 8
+// elements), reduced to B 2, ctx 300 (the 2-core CI machine), through run_set's own path: the
+// gate on the host backend, then the host timer, the bytes model and a row per shape.
+TEST(Formats, ReducedVllmShapesRunEndToEndOnTheHost) {
+  const std::filesystem::path dir = fresh_dir("formats_host");
+  std::printf("gate seed %llu, data seed %llu\n", static_cast<unsigned long long>(kGateSeed),
+              static_cast<unsigned long long>(kDataSeed));
+  const auto set = shape_set("formats");
+  ASSERT_TRUE(set);
+  std::vector<Shape> reduced;
+  for (Shape s : set.value()) {
+    if (s.layout != KvLayout::kVllm) continue;
+    const bool wanted = s.kv_format == PACTS_FORMAT_E2M1 || s.kv_format == PACTS_FORMAT_BF16 ||
+                        (s.kv_format == PACTS_FORMAT_E4M3FN &&
+                         s.kv_scale_mode == PACTS_SCALE_PER_TOKEN);
+    if (!wanted) continue;
+    s.batch = 2;
+    s.context = 300;
+    reduced.push_back(s);
+  }
+  ASSERT_EQ(reduced.size(), 3u);
+  const auto target = parse_target("host");
+  ASSERT_TRUE(target);
+  const std::unique_ptr<conformance::Backend> backend = conformance::make_backend("host");
+  ASSERT_TRUE(backend);
+  Options o = quick(dir);
+  o.limit = 0;
+  const auto report = run_shapes("formats", reduced, target.value(), *backend, o);
+  ASSERT_TRUE(report) << report.status().to_string();
+  const Report& r = report.value();
+  EXPECT_EQ(r.set, "formats");
+  EXPECT_TRUE(r.gate.ran && r.gate.passed);
+  ASSERT_EQ(r.rows.size(), reduced.size());
+  const std::string table = to_table(r);
+  std::printf("%s", table.c_str());
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const Row& row = r.rows[i];
+    EXPECT_TRUE(row.ok()) << row.shape.label() << ": " << row.status;
+    EXPECT_EQ(row.shape.label(), reduced[i].label());
+    EXPECT_EQ(row.shape.layout, KvLayout::kVllm);
+    EXPECT_NE(row.shape.label().find(" vllm"), std::string::npos) << row.shape.label();
+    EXPECT_EQ(row.time.samples, o.repeats);
+    EXPECT_GT(row.time.min_us, 0);
+    EXPECT_FALSE(row.plan.empty());
+    // K and V: 2 x 300 tokens x 8 heads x one row each.
+    EXPECT_EQ(row.bytes.kv, 2u * 2 * 300 * 8 * row_bytes(row.shape.kv_format, 128))
+        << row.shape.label();
+    EXPECT_NE(table.find(row.shape.label()), std::string::npos);
+  }
+  EXPECT_NE(to_csv(r).find(",vllm,"), std::string::npos);
+}
+
+TEST(Report, LayoutIsWrittenAndReadBackAndDefaultsToNhd) {
+  const auto set = shape_set("formats");
+  ASSERT_TRUE(set);
+  Report r;
+  r.set = "formats";
+  for (const Shape& s : {set.value()[0], set.value()[1]}) {
+    Row row;
+    row.shape = s;
+    row.variant = "safe";
+    row.status = "ok";
+    row.time = {10, 9, 11, 3};
+    r.rows.push_back(row);
+  }
+  ASSERT_EQ(r.rows[0].shape.layout, KvLayout::kNhd);
+  ASSERT_EQ(r.rows[1].shape.layout, KvLayout::kVllm);
+  const std::string text = to_json(r);
+  const auto back = from_json(text);
+  ASSERT_TRUE(back) << back.status().to_string();
+  ASSERT_EQ(back.value().rows.size(), 2u);
+  EXPECT_EQ(back.value().rows[0].shape.layout, KvLayout::kNhd);
+  EXPECT_EQ(back.value().rows[1].shape.layout, KvLayout::kVllm);
+  EXPECT_EQ(back.value().rows[1].shape.label(), r.rows[1].shape.label());
+  EXPECT_EQ(compare(r, back.value()).compared, 2);
+
+  // A report written before layouts existed: its rows have no "layout" and read as NHD.
+  std::string old;
+  std::istringstream lines(text);
+  int dropped = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"layout\"") != std::string::npos) {
+      ++dropped;
+      continue;
+    }
+    old += line + "\n";
+  }
+  ASSERT_EQ(dropped, 2);
+  const auto older = from_json(old);
+  ASSERT_TRUE(older) << older.status().to_string();
+  for (const Row& row : older.value().rows) EXPECT_EQ(row.shape.layout, KvLayout::kNhd);
+
+  // An unknown layout is refused by name.
+  std::string bad = text;
+  const size_t at = bad.find("\"vllm\"");
+  ASSERT_NE(at, std::string::npos);
+  bad.replace(at, 6, "\"hnd\"");
+  const auto refused = from_json(bad);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), spec::Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("layout 'hnd'"), std::string::npos)
+      << refused.status().to_string();
 }
 
 TEST(Options, BadValuesAreRefusedByName) {

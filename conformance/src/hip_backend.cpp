@@ -1,8 +1,8 @@
 // The "hip" backend: pacts::kernels::hip behind the conformance Backend interface, on one GPU.
 //
-// Capabilities: exactly what the kernels support (pacts::kernels::hip::check_supported): KV and Q
-// bf16/fp16, output bf16/fp16/fp32, scale modes none/per_tensor/per_token, NHD/HND pools
-// (chunk == head_dim), D 64/128/256, page sizes 8..256, L up to 16, any G, sinks, window,
+// Capabilities: everything the spec defines (the kernels refuse only what spec::validate refuses):
+// every Q, KV and output format, every scale mode (MXFP4 included), every pool layout (NHD, HND,
+// x-packed K, dim-major V, padded), D 64/128/256, page sizes 8..256, L up to 16, any G, sinks, window,
 // soft-cap, LSE; deterministic (fixed reduction orders); honours plan hints; replays one captured
 // graph with new context lengths (PACTS-DEV-3).
 // The numerics profile is pacts::kernels::hip::profile().
@@ -80,16 +80,19 @@ class HipBackend final : public Backend {
  public:
   HipBackend(kernels::DeviceInfo device, int32_t ordinal)
       : device_(std::move(device)), ordinal_(ordinal), profile_(kernels::hip::profile()) {
-    caps_.q_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16};
-    caps_.kv_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16};
-    caps_.out_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32};
-    caps_.scale_modes = {PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR, PACTS_SCALE_PER_TOKEN};
-    caps_.head_dims = {64, 128, 256};
+    // Every format, scale mode and layout of the spec (issue 6: fp8 and MXFP4 KV, fp8 Q,
+    // x-packed K and dim-major V).
+    const Capabilities all = Capabilities::everything();
+    caps_.q_formats = all.q_formats;
+    caps_.kv_formats = all.kv_formats;
+    caps_.out_formats = all.out_formats;
+    caps_.scale_modes = all.scale_modes;
+    caps_.head_dims = all.head_dims;
     caps_.min_page_size = 8;
     caps_.max_page_size = 256;
     caps_.max_q_len = 16;
     caps_.max_group = 1 << 30;  // G is a runtime value: rows are tiled 16 at a time
-    caps_.chunked_layouts = false;
+    caps_.chunked_layouts = true;
     caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
     caps_.deterministic = true;
     caps_.split_plans = true;

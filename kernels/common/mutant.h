@@ -160,7 +160,12 @@
     "with out-of-range padding entries reports PAGE_ID")                                           \
   G(hip_empty_rows_unwritten, "spec/operator.md §10",                                              \
     "an unsplit plan leaves the rows without a visible key (ctx = 0) unwritten (Gluon's "          \
-    "non-PS path)")
+    "non-PS path)")                                                                                   \
+  G(hip_chunks_ignored, "spec/operator.md §3.2",                                                   \
+    "a stride assumed contiguous: the x-packed K / dim-major V chunk stride ignored, elements "   \
+    "read as if the row were dense")                                                               \
+  G(hip_mx_k_scales_rolled, "spec/operator.md §7, spec/formats.md §3",                             \
+    "#7056 review in the HIP kernels: MXFP4 K block scales rolled by one block")
 
 namespace pacts::kernels::common {
 

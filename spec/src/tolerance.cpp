@@ -92,7 +92,13 @@ double output_bound(const NumericsProfile& prof, const pacts_problem& problem,
                     2 * prof.eps_exp;
   const double eta = prof.ftz ? std::fmax(prof.eta_p, kMinNormal32) : prof.eta_p;
   if (prof.p_rounded_in_denominator) relative += prof.u_p + n * eta;
-  double err = relative * in.abs_weighted_v + eta * in.sum_abs_v;
+  // §3.2: an infinite weight factor (a logit error too large for the weights to mean anything)
+  // leaves the output anywhere in the hull of the visible V: an infinite term, even where A
+  // underflowed to 0 in binary64 (inf * 0 would be a NaN bound that rejects every value), and 0
+  // only when every visible V element is 0 (V1 = 0).
+  const double weighted =
+      std::isinf(relative) ? (in.sum_abs_v > 0 ? kInf : 0.0) : relative * in.abs_weighted_v;
+  double err = weighted + eta * in.sum_abs_v;
   if (prof.ftz) err += 2 * kMinNormal32;  // §3.5: flushed V elements and partial results
   // §3.4: one rounding to the output format.
   const double u_out = unit_roundoff(problem.out_format);

@@ -204,5 +204,28 @@ TEST(Tolerance, BoundGrowsWithLogitMagnitudeAndSoftcap) {
   EXPECT_GT(output_bound(fp32_profile(), p, in, 0.5), large);
 }
 
+// §3.2: a logit error so large that e^{2 Delta} overflows, on a row whose A underflowed to 0 in
+// binary64 (logits near 2^62 behind a dominant sink, PACTS-EDGE-5 on the H200): the bound is
+// infinite, never NaN (a NaN bound failed every value), and 0 only when every V element is 0.
+TEST(Tolerance, OverflowingWeightFactorGivesAnInfiniteBoundNotNaN) {
+  const pacts_problem p = make_problem(1, 1, 1, 1, 128, 16, 1, 1);
+  NumericsProfile prof = fp32_profile();
+  prof.u_q = std::ldexp(1.0, -7);
+  BoundInputs in;
+  in.visible = 7;
+  in.logit_abs_dot = std::ldexp(1.0, 62);
+  in.sink_abs = std::ldexp(1.0, 64);
+  in.abs_weighted_v = 0.0;
+  in.sum_abs_v = 0.5;
+  const double b = output_bound(prof, p, in, 0.0);
+  EXPECT_FALSE(std::isnan(b));
+  EXPECT_TRUE(std::isinf(b));
+  double ratio = -1;
+  EXPECT_TRUE(within_bound(0.0625, 0.0, b, &ratio));
+  in.sum_abs_v = 0.0;  // every visible V element 0: the output must be 0
+  EXPECT_FALSE(within_bound(0.0625, 0.0, output_bound(prof, p, in, 0.0), &ratio));
+  EXPECT_TRUE(within_bound(0.0, 0.0, output_bound(prof, p, in, 0.0), &ratio));
+}
+
 }  // namespace
 }  // namespace pacts::spec

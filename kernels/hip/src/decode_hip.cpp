@@ -79,8 +79,6 @@ int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int6
   return limit;
 }
 
-bool is16(pacts_format f) { return f == PACTS_FORMAT_BF16 || f == PACTS_FORMAT_FP16; }
-
 #if defined(PACTS_MUTANTS)
 // The mutant build only (mutation/README.md, GPU part). The kernels of this translation unit read
 // the active mutant from its own copy of common::mutant_device_id (common/mutant.h); it follows
@@ -103,24 +101,30 @@ spec::Status sync_device_mutant() {
 }
 #endif
 
-bool scale_ok(pacts_scale_mode m) {
-  return m == PACTS_SCALE_NONE || m == PACTS_SCALE_PER_TENSOR || m == PACTS_SCALE_PER_TOKEN;
-}
 
 detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& l,
-                               pacts_scale_mode mode, float tensor_scale,
-                               const pacts_view& scales, const pacts_scale_layout& sl) {
+                               pacts_scale_mode mode, pacts_nibble_order order,
+                               float tensor_scale, const pacts_view& scales,
+                               const pacts_scale_layout& sl) {
   detail::PoolParams pp;
   pp.data = static_cast<const uint8_t*>(data.data);
   pp.s_page = l.s_page;
   pp.s_head = l.s_head;
   pp.s_tok = l.s_tok;
+  pp.s_chunk = l.s_chunk;
+  pp.chunk = l.chunk;
+  while ((int32_t{1} << pp.chunk_shift) < l.chunk) ++pp.chunk_shift;  // validated: a power of two
   pp.scale_mode = mode;
+  pp.nibble_order = order;
   pp.tensor_scale = tensor_scale;
-  pp.token_scales = static_cast<const float*>(scales.data);
+  if (mode == PACTS_SCALE_MX_BLOCK)
+    pp.mx_scales = static_cast<const uint8_t*>(scales.data);
+  else
+    pp.token_scales = static_cast<const float*>(scales.data);
   pp.sc_page = sl.s_page;
   pp.sc_head = sl.s_head;
   pp.sc_tok = sl.s_tok;
+  pp.sc_block = sl.s_block;
   return pp;
 }
 
@@ -154,17 +158,26 @@ template <int D>
 spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
 #if PACTS_HIP_MATRIX_UNIT
-  // V reaches the MMA in three bf16 parts unless it is bf16 without a scale (src/kernel_mma.h).
-  if (prm.kv_format == PACTS_FORMAT_FP16)
-    return launch<D, PACTS_FORMAT_FP16, true>(prm, items, merge_items, stream);
-  if (prm.v.scale_mode != PACTS_SCALE_NONE)
-    return launch<D, PACTS_FORMAT_BF16, true>(prm, items, merge_items, stream);
-  return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
+  // V reaches the MMA as the pool's bf16 codes only when it is bf16 without a scale; otherwise
+  // as scaled fp32 values cut into bf16 parts (kSplitV, src/kernel_mma.h).
+  constexpr bool kSplit = true;
+  if (prm.kv_format == PACTS_FORMAT_BF16 && prm.v.scale_mode == PACTS_SCALE_NONE)
+    return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
 #else
-  if (prm.kv_format == PACTS_FORMAT_FP16)
-    return launch<D, PACTS_FORMAT_FP16, false>(prm, items, merge_items, stream);
-  return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
+  constexpr bool kSplit = false;
 #endif
+  switch (prm.kv_format) {
+    case PACTS_FORMAT_BF16: return launch<D, PACTS_FORMAT_BF16, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_FP16: return launch<D, PACTS_FORMAT_FP16, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E4M3FN:
+      return launch<D, PACTS_FORMAT_E4M3FN, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E4M3FNUZ:
+      return launch<D, PACTS_FORMAT_E4M3FNUZ, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E5M2: return launch<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E5M2FNUZ:
+      return launch<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
+    default: return launch<D, PACTS_FORMAT_E2M1, kSplit>(prm, items, merge_items, stream);
+  }
 }
 
 }  // namespace
@@ -242,23 +255,6 @@ spec::NumericsProfile profile() {
   return prof;
 }
 
-spec::Status check_supported(const pacts_problem& p) {
-  if (!is16(p.kv_format))
-    return spec::not_supported("kv_format " + std::string(spec::format_name(p.kv_format)) +
-                               ": the HIP kernels offer bf16, fp16");
-  if (!is16(p.q_format))
-    return spec::not_supported("q_format " + std::string(spec::format_name(p.q_format)) +
-                               ": the HIP kernels offer bf16, fp16");
-  if (!scale_ok(p.k_scale_mode) || !scale_ok(p.v_scale_mode))
-    return spec::not_supported("k_scale_mode/v_scale_mode: the HIP kernels offer none, "
-                               "per_tensor, per_token");
-  if (p.k_layout.chunk != p.head_dim || p.v_layout.chunk != p.head_dim)
-    return spec::not_supported("k_layout/v_layout chunk " + std::to_string(p.k_layout.chunk) +
-                               "/" + std::to_string(p.v_layout.chunk) +
-                               ": the HIP kernels offer chunk == head_dim (NHD, HND) only");
-  return spec::Status::ok();
-}
-
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
                         int32_t fixed_partition_size, int32_t fixed_partitions) {
   if (dev.is_host)
@@ -267,7 +263,6 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
   if (spec::Status s = sync_device_mutant(); !s) return s;
 #endif
   if (spec::Status s = spec::validate_problem(problem, requirements()); !s) return s;
-  if (spec::Status s = check_supported(problem); !s) return s;
   if (fixed_partition_size < 0 || fixed_partitions < 0 ||
       (fixed_partition_size > 0 && fixed_partitions > 0))
     return spec::invalid_argument(
@@ -323,7 +318,6 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
                     void* workspace, uint64_t workspace_bytes, void* stream) {
   const pacts_problem& p = plan.problem;
   if (spec::Status s = spec::validate(p, buffers, requirements()); !s) return s;
-  if (spec::Status s = check_supported(p); !s) return s;
   const int64_t rows = int64_t{p.q_len} * (p.num_q_heads / p.num_kv_heads);
   const int64_t max_keys = int64_t{p.max_pages_per_seq} * p.page_size;
   if (plan.tile_keys != tile_keys(p.head_dim) || plan.rows_per_item < 1 ||
@@ -353,6 +347,7 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
   prm.q_len = p.q_len;
   prm.num_kv_heads = p.num_kv_heads;
   prm.group = p.num_q_heads / p.num_kv_heads;
+  prm.head_dim = p.head_dim;
   prm.page_size = p.page_size;
   prm.num_pages = p.num_pages;
   prm.max_pages_per_seq = p.max_pages_per_seq;
@@ -380,10 +375,10 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
   prm.sinks = static_cast<const float*>(buffers.sinks.data);
   prm.out = static_cast<uint8_t*>(buffers.out.data);
   prm.lse = static_cast<float*>(buffers.lse.data);
-  prm.k = pool_params(buffers.k, p.k_layout, p.k_scale_mode, p.k_scale, buffers.k_scale,
-                      p.k_scale_layout);
-  prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.v_scale, buffers.v_scale,
-                      p.v_scale_layout);
+  prm.k = pool_params(buffers.k, p.k_layout, p.k_scale_mode, p.nibble_order, p.k_scale,
+                      buffers.k_scale, p.k_scale_layout);
+  prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.nibble_order, p.v_scale,
+                      buffers.v_scale, p.v_scale_layout);
   if (plan.num_partitions > 1) {
     const int64_t slots = int64_t{p.batch} * p.num_kv_heads * plan.num_partitions * rows;
     prm.ws_acc = static_cast<float*>(workspace);

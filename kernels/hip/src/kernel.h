@@ -45,7 +45,7 @@ inline constexpr int kMaxRows = 16;  // query rows per work item (the MFMA / mma
 template <int D>
 struct Shape {
   static constexpr int kTile = D == 256 ? 16 : 32;   // keys per tile (<= the warp size)
-  static constexpr int kVec = 8;                     // 16-bit codes per 16-byte load
+  static constexpr int kVec = 8;                     // elements per load (load_scaled8)
   static constexpr int kStride = D + 4;              // fp32 smem row, padded: 16 B reads of
                                                      // consecutive rows hit distinct banks
   static constexpr int kLoads = kTile * D / kVec / kThreads;
@@ -72,14 +72,29 @@ struct Smem {
   KeyRange span;
 };
 
+// One KV code of a byte-or-halfword format (not e2m1, whose element needs its nibble and block
+// scale: mx8 below). Exact (common/dequant.h).
 template <pacts_format kFormat>
-__device__ inline float decode16(uint16_t code) {
-  if constexpr (kFormat == PACTS_FORMAT_FP16) return common::fp16_to_float(code);
-  return common::bf16_to_float(code);
+__device__ inline float decode_kv(uint32_t code) {
+  if constexpr (kFormat == PACTS_FORMAT_BF16) return common::bf16_to_float(static_cast<uint16_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_FP16) return common::fp16_to_float(static_cast<uint16_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FN) return common::e4m3fn_to_float(static_cast<uint8_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FNUZ) return common::e4m3fnuz_to_float(static_cast<uint8_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E5M2) return common::e5m2_to_float(static_cast<uint8_t>(code));
+  return common::e5m2fnuz_to_float(static_cast<uint8_t>(code));
 }
 
-__device__ inline float decode_q(pacts_format f, uint16_t code) {
-  return f == PACTS_FORMAT_FP16 ? common::fp16_to_float(code) : common::bf16_to_float(code);
+template <pacts_format kFormat>
+inline constexpr bool kIs16 = kFormat == PACTS_FORMAT_BF16 || kFormat == PACTS_FORMAT_FP16;
+
+// A decoded Q element: bf16, fp16 (2 bytes) or one of the fp8 formats (1 byte), at element
+// offset `at` of the query.
+__device__ inline float load_q(const Params& p, int64_t at) {
+  if (p.q_format == PACTS_FORMAT_BF16 || p.q_format == PACTS_FORMAT_FP16) {
+    const uint16_t code = reinterpret_cast<const uint16_t*>(p.q)[at];
+    return p.q_format == PACTS_FORMAT_FP16 ? common::fp16_to_float(code) : common::bf16_to_float(code);
+  }
+  return common::decode_code(p.q_format, p.q[at]);
 }
 
 // The item's sequence: n_b, P1 and P2 over the owned columns only (kernels/host/call.h
@@ -150,56 +165,139 @@ __device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, 
 }
 
 // The fp32 scale of an owned key's elements (spec/operator.md §7): 1, the tensor scale, or the
-// token's own.
+// token's own (MX_BLOCK scales are per block of 32: load_scaled8).
 __device__ inline float key_scale(const Params& p, const PoolParams& pool, int64_t kv_head,
                                   int64_t page, int64_t slot) {
+  (void)p;
   if (pool.scale_mode == PACTS_SCALE_PER_TENSOR) return pool.tensor_scale;
   if (pool.scale_mode != PACTS_SCALE_PER_TOKEN) return 1.0f;
   return pool.token_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok];
 }
 
+// Units (elements, or bytes for e2m1) of 8 consecutive elements of a row.
+template <pacts_format kFormat>
+inline constexpr int kUnits8 = kFormat == PACTS_FORMAT_E2M1 ? 4 : 8;
+template <pacts_format kFormat>
+inline constexpr int kUnitBytes = kIs16<kFormat> ? 2 : 1;
+
+// Offset (units) of unit u of a row, through the chunk (spec/operator.md §3.2-§3.3). The chunk
+// divides D or D / 2, powers of two (spec::validate), so a shift and a mask: no 64-bit division
+// on the load path (it cost the bf16 kernel 1.7x on the H200).
+__device__ inline int64_t chunk_offset(const PoolParams& pool, int64_t u) {
+  if (PACTS_MUTANT(hip_chunks_ignored)) return u;
+  return (u >> pool.chunk_shift) * pool.s_chunk + (u & (pool.chunk - 1));
+}
+
+// The raw bytes of elements [col, col + 8) of an owned key's row (col % 8 == 0) into `raw`
+// (16, 8 or 4 bytes by format): one vector load where the chunk keeps them together and the
+// address is aligned, unit loads otherwise (x-packed K with a small x, dim-major V, odd strides:
+// spec/refusals.md §4, alignment 1). `row` is the row's offset in units. Only an owned key's
+// row reaches here (spec/contract.md §5).
+template <pacts_format kFormat>
+__device__ inline uint4 load_raw8(const PoolParams& pool, int64_t row, int col) {
+  constexpr int kUnits = kUnits8<kFormat>, kBytes = kUnits * kUnitBytes<kFormat>;
+  const int64_t u0 = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
+  uint4 r = make_uint4(0, 0, 0, 0);
+  if (pool.chunk % kUnits == 0) {
+    const uint8_t* src = pool.data + (row + chunk_offset(pool, u0)) * kUnitBytes<kFormat>;
+    if ((reinterpret_cast<uintptr_t>(src) & (kBytes - 1)) == 0) {
+      if constexpr (kBytes == 16) r = *reinterpret_cast<const uint4*>(src);
+      if constexpr (kBytes == 8) {
+        const uint64_t w = *reinterpret_cast<const uint64_t*>(src);
+        r.x = static_cast<uint32_t>(w);
+        r.y = static_cast<uint32_t>(w >> 32);
+      }
+      if constexpr (kBytes == 4) r.x = *reinterpret_cast<const uint32_t*>(src);
+      return r;
+    }
+    uint8_t b[16];
+#pragma unroll
+    for (int x = 0; x < kBytes; ++x) b[x] = src[x];
+    memcpy(&r, b, kBytes);
+    return r;
+  }
+  uint8_t b[16];
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    const uint8_t* src = pool.data + (row + chunk_offset(pool, u0 + u)) * kUnitBytes<kFormat>;
+#pragma unroll
+    for (int x = 0; x < kUnitBytes<kFormat>; ++x) b[u * kUnitBytes<kFormat> + x] = src[x];
+  }
+  memcpy(&r, b, kBytes);
+  return r;
+}
+
+// The 8 scaled elements [col, col + 8) of an owned key (page, slot) of a pool, decoded and scaled
+// once in fp32 (common/dequant.h: the scale before any product with Q, spec/contract.md §2.1
+// order 2; an MXFP4 element is e2m1 x e8m0, exact). The scale of a key (per-token fp32 or the
+// e8m0 byte of the block) is read only here, for an owned key: unowned scales are never loaded,
+// like unowned data (spec/contract.md §5).
+template <pacts_format kFormat>
+__device__ inline void decode8(const PoolParams& pool, uint4 raw, float scale, uint8_t mx_byte,
+                               int col, float (&x)[8]) {
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    uint8_t b[4];
+    memcpy(b, &raw, sizeof b);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      x[i] = common::mx_value(common::e2m1_nibble(b[i / 2], col + i, pool.nibble_order), mx_byte);
+  } else if constexpr (kIs16<kFormat>) {
+    uint16_t e[8];
+    memcpy(e, &raw, sizeof e);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode_kv<kFormat>(e[i]), scale);
+  } else {
+    uint8_t e[8];
+    memcpy(e, &raw, sizeof e);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode_kv<kFormat>(e[i]), scale);
+  }
+}
+
+// `row`: the key's row offset in units (page * s_page + kv_head * s_head + slot * s_tok).
+template <pacts_format kFormat>
+__device__ inline void load_scaled8(const Params& p, const PoolParams& pool, int64_t kv_head,
+                                    int64_t page, int64_t slot, int64_t row, int col,
+                                    float (&x)[8]) {
+  const uint4 raw = load_raw8<kFormat>(pool, row, col);
+  float scale = 1.0f;
+  uint8_t mx_byte = 127;
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    int64_t block = col / 32;
+    if (&pool == &p.k && PACTS_MUTANT(hip_mx_k_scales_rolled)) block = (block + 1) % (p.head_dim / 32);
+    mx_byte = pool.mx_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok +
+                             block * pool.sc_block];
+  } else {
+    scale = key_scale(p, pool, kv_head, page, slot);
+  }
+  decode8<kFormat>(pool, raw, scale, mx_byte, col, x);
+}
+
+__device__ inline int64_t row_offset(const PoolParams& pool, int64_t kv_head, int64_t page,
+                                     int64_t slot) {
+  return page * pool.s_page + kv_head * pool.s_head + slot * pool.s_tok;
+}
+
 // Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
-// decoded and scaled once in fp32 (common/dequant.h: the scale before any product with Q). Slots
-// outside `keys` are zero by assignment: no unowned byte is loaded.
+// decoded and scaled once in fp32 (load_scaled8). Slots outside `keys` are zero by assignment: no
+// unowned byte is loaded.
 template <int D, pacts_format kFormat>
 __device__ void load_pool_tile(const Params& p, const PoolParams& pool, int64_t b,
                                int64_t kv_head, int64_t t0, KeyRange keys, float* dst) {
   using S = Shape<D>;
   constexpr int kChunks = D / S::kVec;
-  uint4 reg[S::kLoads];
-  float scale[S::kLoads];
 #pragma unroll
   for (int n = 0; n < S::kLoads; ++n) {
     const int idx = threadIdx.x + n * kThreads;
     const int slot = idx / kChunks, chunk = idx % kChunks;
     const int64_t j = t0 + slot;
-    reg[n] = make_uint4(0, 0, 0, 0);
-    scale[n] = 0.0f;
-    if (!keys.contains(j)) continue;  // unowned: never an address
-    const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
-    const int64_t in_page = j % p.page_size;
-    const int64_t at = page * pool.s_page + kv_head * pool.s_head + in_page * pool.s_tok +
-                       int64_t{chunk} * S::kVec;
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(pool.data) + at;
-    if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
-      reg[n] = *reinterpret_cast<const uint4*>(src);
-    } else {  // a pool with odd strides or base: element loads (spec/refusals.md §4, alignment 1)
-      uint16_t e[S::kVec];
-#pragma unroll
-      for (int x = 0; x < S::kVec; ++x) e[x] = src[x];
-      memcpy(&reg[n], e, sizeof e);
+    float x[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (keys.contains(j)) {  // unowned: never an address
+      const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+      const int64_t slot_in_page = j % p.page_size;
+      load_scaled8<kFormat>(p, pool, kv_head, page, slot_in_page,
+                            row_offset(pool, kv_head, page, slot_in_page), chunk * S::kVec, x);
     }
-    scale[n] = key_scale(p, pool, kv_head, page, in_page);
-  }
-#pragma unroll
-  for (int n = 0; n < S::kLoads; ++n) {
-    const int idx = threadIdx.x + n * kThreads;
-    const int slot = idx / kChunks, chunk = idx % kChunks;
-    uint16_t c[S::kVec];
-    memcpy(c, &reg[n], sizeof c);
-    float x[S::kVec];
-#pragma unroll
-    for (int e = 0; e < S::kVec; ++e) x[e] = common::scaled(decode16<kFormat>(c[e]), scale[n]);
     float* row = dst + slot * S::kStride + chunk * S::kVec;
     *reinterpret_cast<float4*>(row) = make_float4(x[0], x[1], x[2], x[3]);
     *reinterpret_cast<float4*>(row + 4) = make_float4(x[4], x[5], x[6], x[7]);
@@ -259,8 +357,7 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
     if (r < rows && !sm.visible[r].empty()) {
       const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
       const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
-      const uint16_t code = reinterpret_cast<const uint16_t*>(p.q)[at];
-      x = common::fold_query(decode_q(p.q_format, code), p.q_scale, p.softmax_scale);
+      x = common::fold_query(load_q(p, at), p.q_scale, p.softmax_scale);
     }
     sm.q[idx] = x;
   }

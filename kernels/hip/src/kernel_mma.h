@@ -101,28 +101,6 @@ __device__ inline int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// 8 codes of a pool at `src`: one 16-byte load when aligned, element loads otherwise (odd strides
-// or base, spec/refusals.md §4, alignment 1).
-__device__ inline uint4 load8(const uint16_t* src) {
-  if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) return *reinterpret_cast<const uint4*>(src);
-  uint16_t e[8];
-#pragma unroll
-  for (int x = 0; x < 8; ++x) e[x] = src[x];
-  uint4 r;
-  memcpy(&r, e, sizeof r);
-  return r;
-}
-
-// 8 scaled elements (common::scaled: decoded, times the scale, one fp32 rounding; spec/contract.md
-// §2.1 order 2) of the codes in `c`.
-template <pacts_format kFormat>
-__device__ inline void scale8(uint4 c, float scale, float (&x)[8]) {
-  uint16_t e[8];
-  memcpy(e, &c, sizeof e);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode16<kFormat>(e[i]), scale);
-}
-
 // A non-zero V element below 2^-102: its bf16 parts could fall below bf16's normal range, so it
 // takes the CUDA-core path instead (stage_tile, split only).
 __device__ inline bool is_tiny(float v) { return v != 0.0f && fabsf(v) < 0x1p-102f; }
@@ -219,37 +197,34 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
       continue;
     }
     const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
-    const int64_t col = int64_t{chunk} * 8;
-    const uint16_t* ks = reinterpret_cast<const uint16_t*>(p.k.data) + page * p.k.s_page +
-                         kv_head * p.k.s_head + in_page * p.k.s_tok + col;
-    const uint16_t* vs = reinterpret_cast<const uint16_t*>(p.v.data) + page * p.v.s_page +
-                         kv_head * p.v.s_head + in_page * p.v.s_tok + col;
+    const int col = chunk * 8;
+    int64_t k_row = row_offset(p.k, kv_head, page, in_page);
+    int64_t v_row = row_offset(p.v, kv_head, page, in_page);
     if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
-      const int32_t k_at = static_cast<int32_t>(page * p.k.s_page + kv_head * p.k.s_head +
-                                                in_page * p.k.s_tok + col);
-      const int32_t v_at = static_cast<int32_t>(page * p.v.s_page + kv_head * p.v.s_head +
-                                                in_page * p.v.s_tok + col);
-      ks = reinterpret_cast<const uint16_t*>(p.k.data) + k_at;
-      vs = reinterpret_cast<const uint16_t*>(p.v.data) + v_at;
+      const int64_t u = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
+      k_row = static_cast<int32_t>(k_row + chunk_offset(p.k, u)) - chunk_offset(p.k, u);
+      v_row = static_cast<int32_t>(v_row + chunk_offset(p.v, u)) - chunk_offset(p.v, u);
     }
-    if (raw_k && (reinterpret_cast<uintptr_t>(ks) & 15u) == 0) {
-      gpu::cp_async16(kd, ks);
-    } else if (raw_k) {
-      *reinterpret_cast<uint4*>(kd) = load8(ks);
+    if (raw_k) {
+      const uint16_t* ks = reinterpret_cast<const uint16_t*>(p.k.data) + k_row + chunk_offset(p.k, col);
+      if (p.k.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(ks) & 15u) == 0)
+        gpu::cp_async16(kd, ks);
+      else
+        *reinterpret_cast<uint4*>(kd) = load_raw8<PACTS_FORMAT_BF16>(p.k, k_row, col);
     } else {
       float x[8];
-      scale8<kFormat>(load8(ks), key_scale(p, p.k, kv_head, page, in_page), x);
+      load_scaled8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col, x);
       *reinterpret_cast<uint4*>(kd) = round8(x);
     }
     if constexpr (!kSplitV) {  // the host picks kSplitV unless V is bf16 without a scale
-      if ((reinterpret_cast<uintptr_t>(vs) & 15u) == 0) {
+      const uint16_t* vs = reinterpret_cast<const uint16_t*>(p.v.data) + v_row + chunk_offset(p.v, col);
+      if (p.v.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(vs) & 15u) == 0)
         gpu::cp_async16(vd, vs);
-      } else {
-        *reinterpret_cast<uint4*>(vd) = load8(vs);
-      }
+      else
+        *reinterpret_cast<uint4*>(vd) = load_raw8<PACTS_FORMAT_BF16>(p.v, v_row, col);
     } else {
       float x[8];
-      scale8<kFormat>(load8(vs), key_scale(p, p.v, kv_head, page, in_page), x);
+      load_scaled8<kFormat>(p, p.v, kv_head, page, in_page, v_row, col, x);
 #pragma unroll
       for (int i = 0; i < 8; ++i) tiny |= is_tiny(x[i]);
       *reinterpret_cast<float4*>(vf) = make_float4(x[0], x[1], x[2], x[3]);
@@ -316,9 +291,8 @@ split_kv_mma_kernel(const Params p) {
     if (!((nonempty >> r) & 1u)) return;
     const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
     const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head + d;
-    const uint16_t* q = reinterpret_cast<const uint16_t*>(p.q) + at;
     for (int e = 0; e < 2; ++e)
-      x[e] = common::fold_query(decode_q(p.q_format, q[e]), p.q_scale, p.softmax_scale);
+      x[e] = common::fold_query(load_q(p, at + e), p.q_scale, p.softmax_scale);
   };
   // PACTS-EDGE-6: a tiny q_scale meeting huge K scales leaves a whole Q~ row near or below fp32's
   // normal range, where bf16 keeps a few bits at most (its relative rounding u_q would not hold).
@@ -365,6 +339,14 @@ split_kv_mma_kernel(const Params p) {
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
+  // V parts fed to P.V: an fp8 code without an fp32 scale (at most 4 significant bits) or an
+  // MXFP4 element (2 bits times a power of two) is exact in bf16, one part; any other split V
+  // needs three (stage_tile). Tiny elements take the CUDA-core path either way.
+  constexpr bool kByteFormat = !kIs16<kFormat>;
+  const int v_parts = kByteFormat && (p.v.scale_mode == PACTS_SCALE_NONE ||
+                                      p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
+                          ? 1
+                          : S::kVParts;
   float acc[S::kDTiles][4];
 #pragma unroll
   for (int n = 0; n < S::kDTiles; ++n)
@@ -517,7 +499,7 @@ split_kv_mma_kernel(const Params p) {
           x[4 + i] = 0.0f;
         }
 #pragma unroll 1
-        for (int part = 0; part < S::kVParts; ++part) {
+        for (int part = 0; part < v_parts; ++part) {
           const uint4 w = round8(x);  // w.x: keys 2 q4, 2 q4 + 1 (b0); w.y: + 8 (b1)
           gpu::mma_bf16_16816(acc[n], pa, w.x, w.y);
         }

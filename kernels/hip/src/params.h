@@ -8,18 +8,25 @@
 
 namespace pacts::kernels::hip::detail {
 
+// A K or V pool (spec/operator.md §3.2-§3.4). Strides and the chunk count elements of the pool's
+// format (bytes for e2m1: one byte holds two elements); scale strides count fp32 elements
+// (PER_TOKEN) or bytes (MX_BLOCK).
 struct PoolParams {
-  const uint8_t* data = nullptr;      // 16-bit codes (bf16 or fp16)
-  int64_t s_page = 0, s_head = 0, s_tok = 0;  // elements; chunk == D (NHD / HND)
+  const uint8_t* data = nullptr;
+  int64_t s_page = 0, s_head = 0, s_tok = 0, s_chunk = 0;
+  int32_t chunk = 0;                          // divides the row (D, or D / 2 bytes for e2m1)
+  int32_t chunk_shift = 0;                    // log2(chunk): D is a power of two, so is chunk
   pacts_scale_mode scale_mode = PACTS_SCALE_NONE;
+  pacts_nibble_order nibble_order = PACTS_NIBBLE_LOW_FIRST;
   float tensor_scale = 1.0f;
   const float* token_scales = nullptr;        // PER_TOKEN
-  int64_t sc_page = 0, sc_head = 0, sc_tok = 0;
+  const uint8_t* mx_scales = nullptr;         // MX_BLOCK (e8m0 bytes)
+  int64_t sc_page = 0, sc_head = 0, sc_tok = 0, sc_block = 0;
 };
 
 struct Params {
   // Shape and options.
-  int32_t batch = 0, q_len = 0, num_kv_heads = 0, group = 0, page_size = 0, num_pages = 0,
+  int32_t batch = 0, q_len = 0, num_kv_heads = 0, group = 0, head_dim = 0, page_size = 0, num_pages = 0,
           max_pages_per_seq = 0, window = 0;
   int64_t block_table_stride = 0;
   float softmax_scale = 1.0f, q_scale = 1.0f, softcap = 0.0f;

@@ -8,12 +8,19 @@
 
 namespace pacts::kernels::hip::detail {
 
-template __global__ void split_kv_kernel<64, PACTS_FORMAT_BF16>(Params);
-template __global__ void split_kv_kernel<128, PACTS_FORMAT_BF16>(Params);
-template __global__ void split_kv_kernel<256, PACTS_FORMAT_BF16>(Params);
-template __global__ void split_kv_kernel<64, PACTS_FORMAT_FP16>(Params);
-template __global__ void split_kv_kernel<128, PACTS_FORMAT_FP16>(Params);
-template __global__ void split_kv_kernel<256, PACTS_FORMAT_FP16>(Params);
+// Every KV format the host side launches (decode_hip.cpp launch_format), for every head dim.
+#define PACTS_AMD_CHECK_FORMAT(F)                                   \
+  template __global__ void split_kv_kernel<64, PACTS_FORMAT_##F>(Params);  \
+  template __global__ void split_kv_kernel<128, PACTS_FORMAT_##F>(Params); \
+  template __global__ void split_kv_kernel<256, PACTS_FORMAT_##F>(Params);
+PACTS_AMD_CHECK_FORMAT(BF16)
+PACTS_AMD_CHECK_FORMAT(FP16)
+PACTS_AMD_CHECK_FORMAT(E4M3FN)
+PACTS_AMD_CHECK_FORMAT(E4M3FNUZ)
+PACTS_AMD_CHECK_FORMAT(E5M2)
+PACTS_AMD_CHECK_FORMAT(E5M2FNUZ)
+PACTS_AMD_CHECK_FORMAT(E2M1)
+#undef PACTS_AMD_CHECK_FORMAT
 template __global__ void merge_kernel<64>(Params);
 template __global__ void merge_kernel<128>(Params);
 template __global__ void merge_kernel<256>(Params);

@@ -25,11 +25,6 @@ spec::Requirements requirements();
 // The numerics the kernels really have (spec/tolerance.md §2); decode_hip.cpp derives each one.
 spec::NumericsProfile profile();
 
-// What the kernels support today: KV bf16/fp16 with scale modes none/per_tensor/per_token, Q
-// bf16/fp16, output bf16/fp16/fp32, NHD/HND pools (chunk == head_dim). Anything else is
-// NotSupported naming the field.
-spec::Status check_supported(const pacts_problem& problem);
-
 // The work split (pacts/decode.h Plan) for this device: same meaning and arguments as
 // pacts::kernels::plan(); the tile and row tile are the GPU kernels'. Host only.
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,

@@ -29,10 +29,18 @@ namespace pacts::bench {
 
 // ---- Shape sets ---------------------------------------------------------------------------
 
-// One timed problem. Q and output are bf16; pools are NHD (chunk == head_dim); the block table
-// is a seeded random permutation of the pages (every sequence owns ceil(context / page) pages).
+// How the K and V pools are laid out (spec/operator.md §3.2-§3.3); scale pools are always the
+// dense layouts of §3.4.
+enum class KvLayout {
+  kNhd,   // K and V [N, P, Hkv, D] (chunk == the row)
+  kVllm,  // vLLM's pair: x-packed K [N, Hkv, D/x, P, x], x = 16 bytes; dim-major V [N, Hkv, D, P]
+};
+std::string_view layout_name(KvLayout layout);  // "nhd", "vllm"
+
+// One timed problem. Q and output are bf16; the block table is a seeded random permutation of
+// the pages (every sequence owns ceil(context / page) pages).
 struct Shape {
-  std::string set;            // "peers", "models", "grid"
+  std::string set;            // "peers", "models", "grid", "formats"
   std::string model;          // models set: the model (and its tensor parallelism); else ""
   int32_t batch = 1;
   int32_t context = 1024;     // the longest context; with `ragged`, lengths are context - U[0,255]
@@ -43,25 +51,29 @@ struct Shape {
   int32_t page_size = 16;
   pacts_format kv_format = PACTS_FORMAT_BF16;
   pacts_scale_mode kv_scale_mode = PACTS_SCALE_NONE;  // for K and V alike
+  KvLayout layout = KvLayout::kNhd;
   bool sinks = false;
   int32_t window = 0;         // 0 = none
   bool ragged = false;
 
   int32_t group() const { return num_q_heads / num_kv_heads; }
-  // "B8 ctx4096 L1 Hq64 Hkv8 D128 p16 bf16" (+ " ragged", " sinks", " W128"): unique in a set.
+  // "B8 ctx4096 L1 Hq64 Hkv8 D128 p16 bf16" (+ " sinks", " W128", " ragged", and " vllm" for
+  // a layout other than NHD): unique in a set.
   std::string label() const;
-  // "bf16 p16": the line of the plot this shape belongs to (format x page size).
+  // "bf16 p16", "e4m3fn/tensor p16" (+ " vllm"): the line of the plot this shape belongs to
+  // (format and scale mode x page size x layout).
   std::string series() const;
 };
 
-std::vector<std::string> set_names();  // "peers", "models", "grid"
+std::vector<std::string> set_names();  // "peers", "models", "grid", "formats"
 
 // The shapes of a set, in a fixed order. An unknown name is InvalidArgument naming it and the
 // accepted names.
 spec::Result<std::vector<Shape>> shape_set(std::string_view name);
 
 // The descriptor of a shape (bf16 Q and output, softmax scale 1/sqrt(D), per-tensor scales 1
-// where the mode is per-tensor, LSE not requested).
+// where the mode is per-tensor, LSE not requested, K/V pools in the shape's layout, dense scale
+// pools).
 pacts_problem make_problem(const Shape& shape);
 
 // Context lengths: all `context`, or with `ragged` context - U[0, 255] (at least 1) from `seed`.
@@ -182,6 +194,11 @@ spec::Result<Report> run_set(std::string_view set, const Target& target,
                              conformance::Backend& backend, const Options& options);
 // The same with the backend made from target.backend.
 spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options);
+// What run_set does after looking the set up: gate, then time `shapes` (Options::limit applies),
+// the report naming `set`. For shapes outside the sets, e.g. a reduced copy of a set's shape.
+spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
+                                const Target& target, conformance::Backend& backend,
+                                const Options& options);
 
 // ---- Reports ------------------------------------------------------------------------------
 
@@ -190,7 +207,7 @@ std::string to_csv(const Report& report);    // header line, then one line per r
 std::string to_json(const Report& report);   // the whole report
 spec::Result<Report> from_json(std::string_view json);  // InvalidArgument naming what is wrong
 std::string to_svg(const Report& report);    // TB/s (K/V bytes) against context, a line per
-                                             // format x page size (x variant), ok rows only
+                                             // Shape::series() (x variant), ok rows only
 
 // --baseline: a row of `current` whose median moved by more than `threshold_pct` percent from the
 // same row (set, label, variant) of `baseline` AND whose [min, max] interval does not overlap the
