@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,14 @@ std::string utc_now(const char* format) {
 }
 
 // A backend to qualify, and for a GPU the bench target that names its device ("hip", "hip:1").
+struct Settings {
+  pc::RunOptions run;
+  std::vector<std::string> only;
+  const pc::Mustpass* mustpass = nullptr;
+  std::vector<std::string> bench_sets = {"peers", "models"};  // timed for GPU backends
+  bool bench_unsafe = false;  // also time the unsafe build (the cost of safety, pacts-bench's job)
+};
+
 struct Opened {
   std::unique_ptr<pc::Backend> backend;
   std::string gpu_target;  // "" for CPU backends and plugins
@@ -76,7 +85,8 @@ struct Opened {
 // the same backend object the catalogue just ran on, and only when nothing Mandatory failed
 // there (architecture.md: bench/ only times what the checks passed). CPU builds without the
 // bench library say so instead.
-void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, rpt::BackendSection& section) {
+void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const Settings& settings,
+                    rpt::BackendSection& section) {
   if (gpu_target.empty()) {
     section.bench = "Not run: the `peers` and `models` bench sets time GPU backends only.";
     return;
@@ -89,6 +99,7 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, rpt::Ba
   }
 #ifndef PACTS_HAVE_BENCH
   (void)backend;
+  (void)settings;
   section.bench = "Not run: this build of pacts-qualify has no bench library; time the sets with "
                   "pacts-bench --set peers|models.";
 #else
@@ -99,7 +110,9 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, rpt::Ba
   }
   pacts::bench::Options options;
   options.gate_cases = 0;  // the whole catalogue has just passed on this backend object
-  for (const char* set : {"peers", "models"}) {
+  options.unsafe = settings.bench_unsafe;
+  if (settings.bench_sets.empty()) section.bench = "Not run: --bench-sets none.";
+  for (const std::string& set : settings.bench_sets) {
     auto timed = pacts::bench::run_set(set, target.value(), backend, options);
     if (!timed) {
       section.bench += std::string("- `") + set + "`: not run: " + timed.status().to_string() + "\n";
@@ -139,11 +152,6 @@ void add(rpt::Counts& counts, pc::Verdict v) {
   }
 }
 
-struct Settings {
-  pc::RunOptions run;
-  std::vector<std::string> only;
-  const pc::Mustpass* mustpass = nullptr;
-};
 
 // One property on one backend: its mustpass cases, then the generated ones.
 rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
@@ -197,7 +205,7 @@ rpt::BackendSection qualify_backend(pc::Backend& backend, const std::string& gpu
                 static_cast<long long>(r.generated.total()), r.seconds);
     std::fflush(stdout);
   }
-  run_bench_sets(backend, gpu_target, section);
+  run_bench_sets(backend, gpu_target, settings, section);
   return section;
 }
 
@@ -259,7 +267,25 @@ int main(int argc, char** argv) {
                  "where minimal failing cases are written (default: OUT/failures)");
   app.add_option("--mustpass", mustpass_dir, "the mustpass set (default: the committed v1 set)");
   app.add_option("--json", json_path, "also write report.json to this file");
+  std::string bench_sets = "peers,models";
+  app.add_option("--bench-sets", bench_sets,
+                 "GPU backends: bench sets to time after the catalogue, comma-separated "
+                 "(peers, models, grid, formats), or none (default peers,models)");
+  app.add_flag("--bench-unsafe", settings.bench_unsafe,
+               "also time the unsafe build beside each shape (the cost of safety)");
   CLI11_PARSE(app, argc, argv);
+  settings.bench_sets.clear();
+  if (bench_sets != "none") {
+    std::stringstream list(bench_sets);
+    for (std::string set; std::getline(list, set, ',');) {
+      if (set != "peers" && set != "models" && set != "grid" && set != "formats") {
+        std::fprintf(stderr, "pacts-qualify: --bench-sets %s: '%s' is no bench set (peers, models, "
+                     "grid, formats, or none)\n", bench_sets.c_str(), set.c_str());
+        return kExitUsage;
+      }
+      settings.bench_sets.push_back(set);
+    }
+  }
 
   rpt::Report report;
   report.suite_version = PACTS_SUITE_VERSION;

@@ -254,29 +254,41 @@ __device__ inline void decode8(const PoolParams& pool, uint4 raw, float scale, u
   }
 }
 
-// `row`: the key's row offset in units (page * s_page + kv_head * s_head + slot * s_tok).
-template <pacts_format kFormat>
-__device__ inline void load_scaled8(const Params& p, const PoolParams& pool, int64_t kv_head,
-                                    int64_t page, int64_t slot, int64_t row, int col,
-                                    float (&x)[8]) {
-  const uint4 raw = load_raw8<kFormat>(pool, row, col);
-  float scale = 1.0f;
-  uint8_t mx_byte = 127;
-  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
-    int64_t block = col / 32;
-    if (&pool == &p.k && PACTS_MUTANT(hip_mx_k_scales_rolled)) block = (block + 1) % (p.head_dim / 32);
-    mx_byte = pool.mx_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok +
-                             block * pool.sc_block];
-  } else {
-    scale = key_scale(p, pool, kv_head, page, slot);
-  }
-  decode8<kFormat>(pool, raw, scale, mx_byte, col, x);
-}
-
 __device__ inline int64_t row_offset(const PoolParams& pool, int64_t kv_head, int64_t page,
                                      int64_t slot) {
   return page * pool.s_page + kv_head * pool.s_head + slot * pool.s_tok;
 }
+
+// The loads of 8 elements of an owned key, not yet decoded: the raw bytes and the key's scale
+// (fp32) or the e8m0 byte of their block. Split from the decode so that a caller can issue the
+// loads of several groups before it waits for any (the loads are what a tile waits for).
+struct Fetched8 {
+  uint4 raw;
+  float scale;
+  uint8_t mx;
+};
+
+// `row`: the key's row offset in units (page * s_page + kv_head * s_head + slot * s_tok).
+template <pacts_format kFormat>
+__device__ inline Fetched8 fetch8(const Params& p, const PoolParams& pool, int64_t kv_head,
+                                  int64_t page, int64_t slot, int64_t row, int col) {
+  Fetched8 f{load_raw8<kFormat>(pool, row, col), 1.0f, 127};
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    int64_t block = col / 32;
+    if (&pool == &p.k && PACTS_MUTANT(hip_mx_k_scales_rolled)) block = (block + 1) % (p.head_dim / 32);
+    f.mx = pool.mx_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok +
+                          block * pool.sc_block];
+  } else {
+    f.scale = key_scale(p, pool, kv_head, page, slot);
+  }
+  return f;
+}
+
+template <pacts_format kFormat>
+__device__ inline void decode8(const PoolParams& pool, const Fetched8& f, int col, float (&x)[8]) {
+  decode8<kFormat>(pool, f.raw, f.scale, f.mx, col, x);
+}
+
 
 // Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
 // decoded and scaled once in fp32 (load_scaled8). Slots outside `keys` are zero by assignment: no
@@ -286,18 +298,26 @@ __device__ void load_pool_tile(const Params& p, const PoolParams& pool, int64_t 
                                int64_t kv_head, int64_t t0, KeyRange keys, float* dst) {
   using S = Shape<D>;
   constexpr int kChunks = D / S::kVec;
+  Fetched8 f[S::kLoads];
+  bool owned[S::kLoads];
+#pragma unroll
+  for (int n = 0; n < S::kLoads; ++n) {  // every load of the tile in flight before any is used
+    const int idx = threadIdx.x + n * kThreads;
+    const int slot = idx / kChunks, chunk = idx % kChunks;
+    const int64_t j = t0 + slot;
+    owned[n] = keys.contains(j);
+    if (!owned[n]) continue;  // unowned: never an address
+    const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+    const int64_t in_page = j % p.page_size;
+    f[n] = fetch8<kFormat>(p, pool, kv_head, page, in_page, row_offset(pool, kv_head, page, in_page),
+                           chunk * S::kVec);
+  }
 #pragma unroll
   for (int n = 0; n < S::kLoads; ++n) {
     const int idx = threadIdx.x + n * kThreads;
     const int slot = idx / kChunks, chunk = idx % kChunks;
-    const int64_t j = t0 + slot;
     float x[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (keys.contains(j)) {  // unowned: never an address
-      const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
-      const int64_t slot_in_page = j % p.page_size;
-      load_scaled8<kFormat>(p, pool, kv_head, page, slot_in_page,
-                            row_offset(pool, kv_head, page, slot_in_page), chunk * S::kVec, x);
-    }
+    if (owned[n]) decode8<kFormat>(pool, f[n], chunk * S::kVec, x);
     float* row = dst + slot * S::kStride + chunk * S::kVec;
     *reinterpret_cast<float4*>(row) = make_float4(x[0], x[1], x[2], x[3]);
     *reinterpret_cast<float4*>(row + 4) = make_float4(x[4], x[5], x[6], x[7]);

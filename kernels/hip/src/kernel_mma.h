@@ -172,66 +172,116 @@ __device__ inline int64_t unowned_slot_entry(const Params& p, int64_t b, int64_t
 //      bf16 or 0); a non-zero v below 2^-102 ("tiny", down to the fp32 subnormals) goes to an
 //      fp32 tile instead and is added on the CUDA cores (mma_tile). So P.V sees V unrounded
 //      (PACTS-ACC-3: a single key's output is RNE(v) exactly).
+// Offsets of an owned slot's K and V rows (units), with the 32-bit mutant's wrap.
+template <pacts_format kFormat>
+__device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, int64_t in_page,
+                               int col, int64_t& k_row, int64_t& v_row) {
+  k_row = row_offset(p.k, kv_head, page, in_page);
+  v_row = row_offset(p.v, kv_head, page, in_page);
+  if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
+    const int64_t u = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
+    k_row = static_cast<int32_t>(k_row + chunk_offset(p.k, u)) - chunk_offset(p.k, u);
+    v_row = static_cast<int32_t>(v_row + chunk_offset(p.v, u)) - chunk_offset(p.v, u);
+  }
+}
+
+// 8 bf16 codes of a pool row by cp.async (16 B, aligned, one chunk) or by loads.
+__device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col, uint16_t* dst) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(pool.data) + row + chunk_offset(pool, col);
+  if (pool.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0)
+    gpu::cp_async16(dst, src);
+  else
+    *reinterpret_cast<uint4*>(dst) = load_raw8<PACTS_FORMAT_BF16>(pool, row, col);
+}
+
 template <int D, pacts_format kFormat, bool kSplitV>
 __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            int lane) {
   using S = MmaShape<D, kSplitV>;
-  const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
-  bool tiny = false;
+  if constexpr (!kSplitV) {
+    // bf16 K and V without a scale (the host picks kSplitV otherwise): copied as stored, by
+    // cp.async where a row's 16 bytes are aligned and in one chunk (asynchronous: the next tile
+    // is in flight while this one is computed), by loads elsewhere.
+    static_assert(kFormat == PACTS_FORMAT_BF16);
 #pragma unroll 2
-  for (int n = 0; n < S::kLoads; ++n) {
-    const int idx = lane + n * gpu::kWarpSize;
-    const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
-    uint16_t* kd = stage + swz<D>(slot, chunk);
-    uint16_t* vd = kd + S::kTileElems;  // bf16 V (not split)
-    float* vf = reinterpret_cast<float*>(stage + S::kTileElems) + slot * S::kVStride + chunk * 8;
-    const int64_t e = PACTS_SHFL(entry, slot);
-    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
-      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
-      if constexpr (kSplitV) {
-        *reinterpret_cast<float4*>(vf) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        *reinterpret_cast<float4*>(vf + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      } else {
+    for (int n = 0; n < S::kLoads; ++n) {
+      const int idx = lane + n * gpu::kWarpSize;
+      const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
+      uint16_t* kd = stage + swz<D>(slot, chunk);
+      uint16_t* vd = kd + S::kTileElems;
+      const int64_t e = PACTS_SHFL(entry, slot);
+      if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+        *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
         *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+        continue;
       }
-      continue;
+      const int col = chunk * 8;
+      int64_t k_row = 0, v_row = 0;
+      kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, col, k_row, v_row);
+      copy_bf16x8(p.k, k_row, col, kd);
+      copy_bf16x8(p.v, v_row, col, vd);
     }
-    const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
-    const int col = chunk * 8;
-    int64_t k_row = row_offset(p.k, kv_head, page, in_page);
-    int64_t v_row = row_offset(p.v, kv_head, page, in_page);
-    if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
-      const int64_t u = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
-      k_row = static_cast<int32_t>(k_row + chunk_offset(p.k, u)) - chunk_offset(p.k, u);
-      v_row = static_cast<int32_t>(v_row + chunk_offset(p.v, u)) - chunk_offset(p.v, u);
-    }
-    if (raw_k) {
-      const uint16_t* ks = reinterpret_cast<const uint16_t*>(p.k.data) + k_row + chunk_offset(p.k, col);
-      if (p.k.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(ks) & 15u) == 0)
-        gpu::cp_async16(kd, ks);
-      else
-        *reinterpret_cast<uint4*>(kd) = load_raw8<PACTS_FORMAT_BF16>(p.k, k_row, col);
-    } else {
-      float x[8];
-      load_scaled8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col, x);
-      *reinterpret_cast<uint4*>(kd) = round8(x);
-    }
-    if constexpr (!kSplitV) {  // the host picks kSplitV unless V is bf16 without a scale
-      const uint16_t* vs = reinterpret_cast<const uint16_t*>(p.v.data) + v_row + chunk_offset(p.v, col);
-      if (p.v.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(vs) & 15u) == 0)
-        gpu::cp_async16(vd, vs);
-      else
-        *reinterpret_cast<uint4*>(vd) = load_raw8<PACTS_FORMAT_BF16>(p.v, v_row, col);
-    } else {
-      float x[8];
-      load_scaled8<kFormat>(p, p.v, kv_head, page, in_page, v_row, col, x);
+    return false;
+  } else {
+    // Decoded formats: a group of loads is issued before the first is decoded (a load-use
+    // chain per 8 elements left a warp waiting on one global latency after another: 7x the
+    // bf16 time for fp8 on the H200), as many as the registers allow next to the accumulators
+    // (ptxas, sm_90, no spills): D 128 4 loads of 16-bit codes or 8 of fp8 / e2m1 per pool;
+    // D 256 half of that; D 64 (168 registers for 3 blocks) 2, or 4 of e2m1.
+    constexpr bool k16 = kIs16<kFormat>, kFp4 = kFormat == PACTS_FORMAT_E2M1;
+    constexpr int kWant = D == 128 ? (k16 ? 4 : 8) : D == 256 ? 2 : (kFp4 ? 4 : 2);
+    constexpr int kGroup = kWant < S::kLoads ? kWant : S::kLoads;
+    static_assert(S::kLoads % kGroup == 0);
+    const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
+    bool tiny = false;
+#pragma unroll 1
+    for (int g0 = 0; g0 < S::kLoads; g0 += kGroup) {
+      Fetched8 kf[kGroup], vf8[kGroup];
+      bool own[kGroup];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) tiny |= is_tiny(x[i]);
-      *reinterpret_cast<float4*>(vf) = make_float4(x[0], x[1], x[2], x[3]);
-      *reinterpret_cast<float4*>(vf + 4) = make_float4(x[4], x[5], x[6], x[7]);
+      for (int i = 0; i < kGroup; ++i) {
+        const int idx = lane + (g0 + i) * gpu::kWarpSize;
+        const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
+        const int64_t e = PACTS_SHFL(entry, slot);
+        own[i] = e >= 0;
+        if (!own[i]) continue;  // unowned: never an address (zeros are stored below)
+        const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+        const int col = chunk * 8;
+        int64_t k_row = 0, v_row = 0;
+        kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
+        if (raw_k)  // bf16 K without a scale next to a scaled V: stored as it is
+          copy_bf16x8(p.k, k_row, col, stage + swz<D>(slot, chunk));
+        else
+          kf[i] = fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col);
+        vf8[i] = fetch8<kFormat>(p, p.v, kv_head, page, in_page, v_row, col);
+      }
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i) {
+        const int idx = lane + (g0 + i) * gpu::kWarpSize;
+        const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
+        uint16_t* kd = stage + swz<D>(slot, chunk);
+        float* vf = reinterpret_cast<float*>(stage + S::kTileElems) + slot * S::kVStride + chunk * 8;
+        if (!own[i]) {  // unowned: zeros of the kernel's own
+          *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<float4*>(vf) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          *reinterpret_cast<float4*>(vf + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          continue;
+        }
+        const int col = chunk * 8;
+        float x[8];
+        if (!raw_k) {  // decoded, scaled in fp32, rounded once to bf16
+          decode8<kFormat>(p.k, kf[i], col, x);
+          *reinterpret_cast<uint4*>(kd) = round8(x);
+        }
+        decode8<kFormat>(p.v, vf8[i], col, x);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) tiny |= is_tiny(x[j]);
+        *reinterpret_cast<float4*>(vf) = make_float4(x[0], x[1], x[2], x[3]);
+        *reinterpret_cast<float4*>(vf + 4) = make_float4(x[4], x[5], x[6], x[7]);
+      }
     }
+    return PACTS_ANY(tiny);
   }
-  return PACTS_ANY(tiny);
 }
 
 template <int D, pacts_format kFormat, bool kSplitV>
