@@ -45,7 +45,7 @@ inline constexpr int kMaxRows = 16;  // query rows per work item (the MFMA / mma
 template <int D>
 struct Shape {
   static constexpr int kTile = D == 256 ? 16 : 32;   // keys per tile (<= the warp size)
-  static constexpr int kVec = 8;                     // elements per load (load_scaled8)
+  static constexpr int kVec = 8;                     // elements per load (fetch8)
   static constexpr int kStride = D + 4;              // fp32 smem row, padded: 16 B reads of
                                                      // consecutive rows hit distinct banks
   static constexpr int kLoads = kTile * D / kVec / kThreads;
@@ -165,7 +165,7 @@ __device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, 
 }
 
 // The fp32 scale of an owned key's elements (spec/operator.md §7): 1, the tensor scale, or the
-// token's own (MX_BLOCK scales are per block of 32: load_scaled8).
+// token's own (MX_BLOCK scales are per block of 32: fetch8).
 __device__ inline float key_scale(const Params& p, const PoolParams& pool, int64_t kv_head,
                                   int64_t page, int64_t slot) {
   (void)p;
@@ -291,7 +291,7 @@ __device__ inline void decode8(const PoolParams& pool, const Fetched8& f, int co
 
 
 // Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
-// decoded and scaled once in fp32 (load_scaled8). Slots outside `keys` are zero by assignment: no
+// decoded and scaled once in fp32 (fetch8, decode8). Slots outside `keys` are zero by assignment: no
 // unowned byte is loaded.
 template <int D, pacts_format kFormat>
 __device__ void load_pool_tile(const Params& p, const PoolParams& pool, int64_t b,

@@ -198,10 +198,12 @@ template <int D, pacts_format kFormat, bool kSplitV>
 __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            int lane) {
   using S = MmaShape<D, kSplitV>;
+  const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
   if constexpr (!kSplitV) {
-    // bf16 K and V without a scale (the host picks kSplitV otherwise): copied as stored, by
-    // cp.async where a row's 16 bytes are aligned and in one chunk (asynchronous: the next tile
-    // is in flight while this one is computed), by loads elsewhere.
+    // bf16 V without a scale (the host picks kSplitV otherwise): copied as stored, by cp.async
+    // where a row's 16 bytes are aligned and in one chunk (asynchronous: the next tile is in
+    // flight while this one is computed), by loads elsewhere. K likewise when it has no scale;
+    // a scaled K (per-tensor or per-token, V unscaled) is decoded, scaled and rounded to bf16.
     static_assert(kFormat == PACTS_FORMAT_BF16);
 #pragma unroll 2
     for (int n = 0; n < S::kLoads; ++n) {
@@ -216,9 +218,16 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
         continue;
       }
       const int col = chunk * 8;
+      const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
       int64_t k_row = 0, v_row = 0;
-      kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, col, k_row, v_row);
-      copy_bf16x8(p.k, k_row, col, kd);
+      kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
+      if (raw_k) {
+        copy_bf16x8(p.k, k_row, col, kd);
+      } else {
+        float x[8];
+        decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
+        *reinterpret_cast<uint4*>(kd) = round8(x);
+      }
       copy_bf16x8(p.v, v_row, col, vd);
     }
     return false;
@@ -226,13 +235,12 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     // Decoded formats: a group of loads is issued before the first is decoded (a load-use
     // chain per 8 elements left a warp waiting on one global latency after another: 7x the
     // bf16 time for fp8 on the H200), as many as the registers allow next to the accumulators
-    // (ptxas, sm_90, no spills): D 128 4 loads of 16-bit codes or 8 of fp8 / e2m1 per pool;
-    // D 256 half of that; D 64 (168 registers for 3 blocks) 2, or 4 of e2m1.
+    // (ptxas, sm_90): D 128 4 loads of 16-bit codes or 8 of fp8 / e2m1 per pool; D 256 2 (e2m1
+    // spills 8 bytes there); D 64 (168 registers for 3 blocks) 2, or 4 of e2m1.
     constexpr bool k16 = kIs16<kFormat>, kFp4 = kFormat == PACTS_FORMAT_E2M1;
     constexpr int kWant = D == 128 ? (k16 ? 4 : 8) : D == 256 ? 2 : (kFp4 ? 4 : 2);
     constexpr int kGroup = kWant < S::kLoads ? kWant : S::kLoads;
     static_assert(S::kLoads % kGroup == 0);
-    const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
     bool tiny = false;
 #pragma unroll 1
     for (int g0 = 0; g0 < S::kLoads; g0 += kGroup) {
