@@ -42,12 +42,7 @@ if [ -n "$MUTANTS" ] && [ -x "$BIN/pacts-mutate-hip" ]; then
 fi
 wait
 echo "== phase A $((SECONDS - T0)) s"
-cat "$OUT"/shard*.log "$OUT/dev2.log" | awk '
-  /^PACTS-[A-Z]+-[0-9]+ on [^ ]+: / {
-    id=$1; c[id]+=$4; p[id]+=$6; n[id]+=$8; w=$12; sub(",", "", w); if (w+0 > worst[id]) worst[id]=w+0 }
-  / failed on [^ ]+:/ { f[$1]++ }
-  END { for (id in c) printf "%-16s cases %6d  passed %6d  NotSupported %6d  failed %d  worst %.3f\n",
-        id, c[id], p[id], n[id], f[id], worst[id] }' | sort -V | tee "$OUT/catalogue.txt"
+"$(dirname "$0")/catalogue_summary.sh" "$OUT"/shard*.log "$OUT/dev2.log" | tee "$OUT/catalogue.txt"
 grep -h -E "failed on hip" "$OUT"/shard*.log "$OUT/dev2.log" | cut -c1-250 | sort | uniq -c | sort -rn | head -12
 sed -n '/^coverage/,/^[0-9]* failed/p' "$OUT/fuzz.log"
 [ -f "$OUT/mutate.log" ] && cut -c1-170 "$OUT/mutate.log"

@@ -24,12 +24,7 @@ timeout "$CAT_LIMIT" "$CONF" --backend hip --cases 12 --case-dir "$OUT/failures/
 wait
 echo "== catalogue: $SHARDS shards x $CASES cases, $((SECONDS - t0)) s"
 # Per property: generated cases, passed, NotSupported, worst error/bound over the shards.
-cat "$OUT"/shard*.log "$OUT/dev2.log" | awk '
-  /^PACTS-[A-Z]+-[0-9]+ on [^ ]+: / {
-    id=$1; c[id]+=$4; p[id]+=$6; n[id]+=$8; w=$12; sub(",", "", w); if (w+0 > worst[id]) worst[id]=w+0 }
-  / failed on [^ ]+:/ { f[$1]++ }
-  END { for (id in c) printf "%-16s cases %6d  passed %6d  NotSupported %6d  failed %d  worst %.3f\n",
-        id, c[id], p[id], n[id], f[id], worst[id] }' | sort -V | tee "$OUT/catalogue.txt"
+"$(dirname "$0")/catalogue_summary.sh" "$OUT"/shard*.log "$OUT/dev2.log" | tee "$OUT/catalogue.txt"
 grep -h -E "FAILED  \]|failed on hip" "$OUT"/shard*.log "$OUT/dev2.log" | sort | uniq -c | head -20
 step() { local name=$1 limit=$2; shift 2; echo "== $name: $*"; local t=$SECONDS;
   timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "   rc=$? $((SECONDS - t)) s"; }

@@ -31,6 +31,8 @@
 #include "common/softmax.h"
 #include "src/params.h"
 
+#include <type_traits>
+
 namespace pacts::kernels::hip::detail {
 
 using common::KeyRange;
@@ -95,6 +97,27 @@ __device__ inline float load_q(const Params& p, int64_t at) {
     return p.q_format == PACTS_FORMAT_FP16 ? common::fp16_to_float(code) : common::bf16_to_float(code);
   }
   return common::decode_code(p.q_format, p.q[at]);
+}
+
+// The work item of a tile-kernel block (blockIdx.x): sequence b, KV head, partition z and its
+// row tile, rows [r0, r0 + rows) of the G * L (decode_hip.cpp numbers the items this way).
+struct WorkItem {
+  int64_t b, kv_head, z;
+  int32_t r0, rows;
+};
+
+__device__ inline WorkItem work_item(const Params& p) {
+  int64_t item = blockIdx.x;
+  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
+  item /= p.row_tiles;
+  WorkItem w;
+  w.z = item % p.partitions;
+  item /= p.partitions;
+  w.kv_head = item % p.num_kv_heads;
+  w.b = item / p.num_kv_heads;
+  w.r0 = row_tile * p.rows_per_item;
+  w.rows = min(p.rows_per_item, p.rows - w.r0);
+  return w;
 }
 
 // The item's sequence: n_b, P1 and P2 over the owned columns only (kernels/host/call.h
@@ -227,33 +250,6 @@ __device__ inline uint4 load_raw8(const PoolParams& pool, int64_t row, int col) 
   return r;
 }
 
-// The 8 scaled elements [col, col + 8) of an owned key (page, slot) of a pool, decoded and scaled
-// once in fp32 (common/dequant.h: the scale before any product with Q, spec/contract.md §2.1
-// order 2; an MXFP4 element is e2m1 x e8m0, exact). The scale of a key (per-token fp32 or the
-// e8m0 byte of the block) is read only here, for an owned key: unowned scales are never loaded,
-// like unowned data (spec/contract.md §5).
-template <pacts_format kFormat>
-__device__ inline void decode8(const PoolParams& pool, uint4 raw, float scale, uint8_t mx_byte,
-                               int col, float (&x)[8]) {
-  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
-    uint8_t b[4];
-    memcpy(b, &raw, sizeof b);
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      x[i] = common::mx_value(common::e2m1_nibble(b[i / 2], col + i, pool.nibble_order), mx_byte);
-  } else if constexpr (kIs16<kFormat>) {
-    uint16_t e[8];
-    memcpy(e, &raw, sizeof e);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode_kv<kFormat>(e[i]), scale);
-  } else {
-    uint8_t e[8];
-    memcpy(e, &raw, sizeof e);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode_kv<kFormat>(e[i]), scale);
-  }
-}
-
 __device__ inline int64_t row_offset(const PoolParams& pool, int64_t kv_head, int64_t page,
                                      int64_t slot) {
   return page * pool.s_page + kv_head * pool.s_head + slot * pool.s_tok;
@@ -268,7 +264,10 @@ struct Fetched8 {
   uint8_t mx;
 };
 
-// `row`: the key's row offset in units (page * s_page + kv_head * s_head + slot * s_tok).
+// The loads of elements [col, col + 8) of an owned key (page, slot); `row`: the key's row offset
+// in units (row_offset). The scale of a key (per-token fp32 or the e8m0 byte of the block) is read
+// only here, for an owned key: unowned scales are never loaded, like unowned data
+// (spec/contract.md §5).
 template <pacts_format kFormat>
 __device__ inline Fetched8 fetch8(const Params& p, const PoolParams& pool, int64_t kv_head,
                                   int64_t page, int64_t slot, int64_t row, int col) {
@@ -284,11 +283,25 @@ __device__ inline Fetched8 fetch8(const Params& p, const PoolParams& pool, int64
   return f;
 }
 
+// The 8 scaled elements of a fetch8, decoded and scaled once in fp32 (common/dequant.h: the scale
+// before any product with Q, spec/contract.md §2.1 order 2; an MXFP4 element is e2m1 x e8m0,
+// exact).
 template <pacts_format kFormat>
 __device__ inline void decode8(const PoolParams& pool, const Fetched8& f, int col, float (&x)[8]) {
-  decode8<kFormat>(pool, f.raw, f.scale, f.mx, col, x);
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    uint8_t b[4];
+    memcpy(b, &f.raw, sizeof b);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      x[i] = common::mx_value(common::e2m1_nibble(b[i / 2], col + i, pool.nibble_order), f.mx);
+  } else {
+    using Code = std::conditional_t<kIs16<kFormat>, uint16_t, uint8_t>;
+    Code e[8];
+    memcpy(e, &f.raw, sizeof e);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = common::scaled(decode_kv<kFormat>(e[i]), f.scale);
+  }
 }
-
 
 // Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
 // decoded and scaled once in fp32 (fetch8, decode8). Slots outside `keys` are zero by assignment: no
@@ -329,15 +342,9 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
   using S = Shape<D>;
   extern __shared__ float4 smem_raw[];
   Smem<D>& sm = *reinterpret_cast<Smem<D>*>(smem_raw);
-  int64_t item = blockIdx.x;
-  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
-  item /= p.row_tiles;
-  const int64_t z = item % p.partitions;
-  item /= p.partitions;
-  const int64_t kv_head = item % p.num_kv_heads;
-  const int64_t b = item / p.num_kv_heads;
-  const int32_t r0 = row_tile * p.rows_per_item;
-  const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const WorkItem wi = work_item(p);
+  const int64_t b = wi.b, kv_head = wi.kv_head, z = wi.z;
+  const int32_t r0 = wi.r0, rows = wi.rows;
   const bool direct = p.partitions == 1;
   const int t = threadIdx.x;
 

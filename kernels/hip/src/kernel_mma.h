@@ -299,15 +299,9 @@ split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV>;
   extern __shared__ float4 smem_raw[];
   MmaSmem<D, kSplitV>& sm = *reinterpret_cast<MmaSmem<D, kSplitV>*>(smem_raw);
-  int64_t item = blockIdx.x;
-  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
-  item /= p.row_tiles;
-  const int64_t z = item % p.partitions;
-  item /= p.partitions;
-  const int64_t kv_head = item % p.num_kv_heads;
-  const int64_t b = item / p.num_kv_heads;
-  const int32_t r0 = row_tile * p.rows_per_item;
-  const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const WorkItem wi = work_item(p);
+  const int64_t b = wi.b, kv_head = wi.kv_head, z = wi.z;
+  const int32_t r0 = wi.r0, rows = wi.rows;
   const bool direct = p.partitions == 1;
   const int t = threadIdx.x, warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
   const int g = lane / 4, q4 = lane % 4;  // fragment row and column pair (matrix_nvidia.h)
