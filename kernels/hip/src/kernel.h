@@ -189,9 +189,8 @@ __device__ void store_special_rows(const Params& p, int64_t b, int64_t kv_head, 
 
 // The fp32 scale of an owned key's elements (spec/operator.md §7): 1, the tensor scale, or the
 // token's own (MX_BLOCK scales are per block of 32: fetch8).
-__device__ inline float key_scale(const Params& p, const PoolParams& pool, int64_t kv_head,
-                                  int64_t page, int64_t slot) {
-  (void)p;
+__device__ inline float key_scale(const PoolParams& pool, int64_t kv_head, int64_t page,
+                                  int64_t slot) {
   if (pool.scale_mode == PACTS_SCALE_PER_TENSOR) return pool.tensor_scale;
   if (pool.scale_mode != PACTS_SCALE_PER_TOKEN) return 1.0f;
   return pool.token_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok];
@@ -278,7 +277,7 @@ __device__ inline Fetched8 fetch8(const Params& p, const PoolParams& pool, int64
     f.mx = pool.mx_scales[page * pool.sc_page + kv_head * pool.sc_head + slot * pool.sc_tok +
                           block * pool.sc_block];
   } else {
-    f.scale = key_scale(p, pool, kv_head, page, slot);
+    f.scale = key_scale(pool, kv_head, page, slot);
   }
   return f;
 }
