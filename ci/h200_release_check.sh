@@ -10,15 +10,21 @@
 # layout), the GPU mutants that survived 20 cases (MUTANTS, comma-separated). If the catalogue
 # passed: the formats bench (one figure per KV format and layout) and pacts-qualify with the bench
 # sets of QUALIFY_SETS (default peers).
+# Environment: SHARD_LIMIT (s per catalogue shard, default 140: with 16 cores 8 shards of 90 cases
+# fit), MUTANTS (default: the GPU mutants that need hundreds of cases; the race mutants are
+# mutation/h200_mutants.sh's racecheck step), BEFORE (a folder with the libpacts_kernels_hip.so of
+# the kernels before the change: bf16 and fp16 of the formats set are timed with both, twice,
+# alternating), QUALIFY_SETS ("" skips pacts-qualify).
 BIN=$(cd "${1:?BIN folder}" && pwd); SHARDS=${2:-8}; CASES=${3:-90}; MCASES=${4:-300}
-MUTANTS=${MUTANTS:-empty_partition_nan,hip_cp_async_wait_skipped,hip_q_barrier_dropped,hip_q_rescale_dropped,hip_out_token_stride_packed}
-QUALIFY_SETS=${QUALIFY_SETS:-peers}
+SHARD_LIMIT=${SHARD_LIMIT:-140}
+MUTANTS=${MUTANTS-empty_partition_nan,hip_q_rescale_dropped,hip_out_token_stride_packed}
+QUALIFY_SETS=${QUALIFY_SETS-peers}
 OUT=${OUT:-/tmp/pacts-out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$BIN:$LD_LIBRARY_PATH
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 T0=$SECONDS
 for s in $(seq 0 $((SHARDS - 1))); do
-  timeout 140 "$BIN/pacts-conformance" --backend hip --cases "$CASES" --seed $((20261400 + s)) \
+  timeout "$SHARD_LIMIT" "$BIN/pacts-conformance" --backend hip --cases "$CASES" --seed $((20261400 + s)) \
     --case-dir "$OUT/failures/shard$s" --gtest_filter='-*DEV_2*' > "$OUT/shard$s.log" 2>&1 &
 done
 timeout 140 "$BIN/pacts-conformance" --backend hip --cases 12 --case-dir "$OUT/failures/dev2" \
@@ -36,7 +42,7 @@ san initcheck 3 > "$OUT/san-initcheck.txt" &
 PROPS=$(grep -oE 'PACTS-(ACC|POISON|META|EDGE|DEV|REFUSE)-[0-9]+' spec/properties.md | sort -uV | grep -v DEV-2)
 if [ -n "$MUTANTS" ] && [ -x "$BIN/pacts-mutate-hip" ]; then
   # shellcheck disable=SC2086
-  timeout 135 "$BIN/pacts-mutate-hip" --backend hip --only "$MUTANTS" --properties $PROPS --jobs 5 \
+  timeout "$SHARD_LIMIT" "$BIN/pacts-mutate-hip" --backend hip --only "$MUTANTS" --properties $PROPS --jobs 5 \
     --cases "$MCASES" --case-dir "$OUT/mutation-cases" --table-file "$OUT/mutation-table.md" \
     > "$OUT/mutate.log" 2>&1; echo "mutate rc=$?"
 fi
@@ -54,6 +60,19 @@ timeout 110 "$BIN/pacts-bench" --backend hip --set formats --gate-cases 5 --no-u
   --case-dir "$OUT/bench-gate" --csv "$OUT/formats.csv" --json "$OUT/formats.json" \
   > "$OUT/bench-formats.log" 2>&1; echo "bench formats rc=$? $((SECONDS - T2)) s"
 sed -n '/^shape /,$p' "$OUT/bench-formats.log" | cut -c1-150
+if [ -n "${BEFORE:-}" ]; then
+  for round in 1 2; do
+    for which in before after; do
+      lib=$BIN; [ "$which" = before ] && lib=$(cd "$BEFORE" && pwd)
+      LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH timeout 60 "$BIN/pacts-bench" --backend hip --set formats \
+        --limit 4 --gate-cases 2 --no-unsafe --case-dir "$OUT/ab-gate" > "$OUT/ab-$which-$round.log" 2>&1
+      echo "A/B round $round $which rc=$?"
+      LD_LIBRARY_PATH=$lib:$LD_LIBRARY_PATH ldd "$BIN/pacts-bench" | grep -o "libpacts_kernels_hip.so => [^ ]*"
+      sed -n '/^shape /,$p' "$OUT/ab-$which-$round.log" | cut -c1-150
+    done
+  done
+fi
+[ -z "$QUALIFY_SETS" ] && { echo "total $((SECONDS - T0)) s"; exit 0; }
 T3=$SECONDS
 timeout 300 "$BIN/pacts-qualify" --backend hip --cases 3 --bench-sets "$QUALIFY_SETS" \
   --mustpass conformance/mustpass/v1 --out "$OUT/qualify" > "$OUT/qualify.log" 2>&1

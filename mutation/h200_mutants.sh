@@ -12,9 +12,8 @@
 #   CUDA runtime, about 30 MB; /build*/ is ignored, so carry it): carry ["build-hipmut"],
 #   mutation/h200_mutants.sh build-hipmut
 # STEPS (default "mutate racecheck") picks the parts. The run of pacts-mutate-hip gets MUTATE_LIMIT
-# (default 420) s and
-# the four racecheck runs 75 s each: within one 600 s device call, run STEPS=mutate and
-# STEPS=racecheck as two calls.
+# (default 420) s; the four racecheck runs (75 s each, one after the other) run next to it, so
+# both fit one 600 s device call.
 set -u
 B=${1:-build-gmut}; CASES=${2:-20}; JOBS=${3:-4}; STEPS=${STEPS:-mutate racecheck}
 MUTATE_LIMIT=${MUTATE_LIMIT:-420}
@@ -47,19 +46,24 @@ hip=$("$M" --list | awk -F' \\| ' '$2 ~ /^hip_/ {printf "%s%s", sep, $2; sep=","
 echo "common mutants: $common"
 echo "hip mutants:    $hip"
 
+# Racecheck: the race mutants on a few cases of ACC-1 (the first property; the cases draw D, and
+# the two barriers matter only for D 64 and 128, where a block has 4 warps); exit status 9 when
+# racecheck reports a hazard. The control (`none`) must report none. In the background, next to
+# the mutants; its summary is printed at the end.
+racecheck() {
+  for m in none hip_q_barrier_dropped hip_final_barrier_dropped hip_cp_async_wait_skipped; do
+    step "racecheck-$m" 75 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      "$M" --backend hip --mutant "$m" --properties PACTS-ACC-1 --cases 6 --timeout 70 \
+      --case-dir "$OUT/racecheck-cases-$m"
+    grep -E "RACECHECK SUMMARY|ERROR SUMMARY|pacts-mutate-result" "$OUT/racecheck-$m.log" | head -3
+  done > "$OUT/racecheck-summary.txt" 2>&1
+}
+has racecheck && racecheck &
 has mutate && step mutate "$MUTATE_LIMIT" "$M" --backend hip --only "$common,$hip" --jobs "$JOBS" --cases "$CASES" \
   --case-dir "$OUT/mutation-cases" --table-file "$OUT/mutation-table-hip.md"
 has mutate && grep -E "^  [a-z0-9_ ()]+ +(killed|warned|survived|crashed|timeout|error) " "$OUT/mutate.log"
 has mutate && sed -n '/^| mutant |/,$p' "$OUT/mutate.log"
 
-# Racecheck: the race mutants on a few cases of ACC-1 (the first property; the cases draw D, and
-# the two barriers matter only for D 64 and 128, where a block has 4 warps); exit status 9 when
-# racecheck reports a hazard. The control (`none`) must report none.
-for m in none hip_q_barrier_dropped hip_final_barrier_dropped hip_cp_async_wait_skipped; do
-  has racecheck || break
-  step "racecheck-$m" 75 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$M" --backend hip --mutant "$m" --properties PACTS-ACC-1 --cases 6 --timeout 70 \
-    --case-dir "$OUT/racecheck-cases"
-  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|pacts-mutate-result" "$OUT/racecheck-$m.log" | head -3
-done
+wait
+has racecheck && cat "$OUT/racecheck-summary.txt"
 tar czf "$OUT/mutation-cases.tgz" -C "$OUT" mutation-cases 2>/dev/null

@@ -168,6 +168,8 @@ Outcome layout_invariance(PropertyContext& ctx, const CaseSpec& spec) {
   s.v_layout = s.v_layout == PoolLayout::kNHD ? PoolLayout::kDimMajorV : PoolLayout::kHND;
   s.q_gap = s.q_gap == 0 ? 16 : 0;
   s.out_gap = s.out_gap == 0 ? 24 : 0;
+  s.q_head_major = !s.q_head_major;
+  s.out_head_major = !s.out_head_major;
   return compare_pair(ctx, spec.build(), other.build(), "other layouts");
 }
 

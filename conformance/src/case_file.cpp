@@ -236,6 +236,10 @@ Json shape_to_json(const CaseShape& s) {
   j["extra_pages"] = s.extra_pages;
   j["q_gap"] = s.q_gap;
   j["out_gap"] = s.out_gap;
+  // Written only when head-major: a token-major shape's file stays as it was before the keys
+  // existed (spec/case_files.md §2.3).
+  if (s.q_head_major) j["q_order"] = io::name_of(io::kRowOrderNames, s.q_head_major);
+  if (s.out_head_major) j["out_order"] = io::name_of(io::kRowOrderNames, s.out_head_major);
   j["bt_extra_cols"] = s.bt_extra_cols;
   j["share_pages"] = s.share_pages;
   j["k_e8m0_lo"] = s.k_e8m0_lo;
@@ -342,6 +346,8 @@ CaseShape shape_from_json(const Json& j, const std::string& where) {
   s.extra_pages = f.int32("extra_pages", 0);
   s.q_gap = f.int32("q_gap", 0);
   s.out_gap = f.int32("out_gap", 0);
+  s.q_head_major = f.has("q_order") && f.name("q_order", io::kRowOrderNames);
+  s.out_head_major = f.has("out_order") && f.name("out_order", io::kRowOrderNames);
   s.bt_extra_cols = f.int32("bt_extra_cols", 0);
   s.share_pages = f.boolean("share_pages");
   s.k_e8m0_lo = f.int32("k_e8m0_lo", 0, 255);

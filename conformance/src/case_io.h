@@ -55,6 +55,8 @@ inline constexpr NameTable<PoolLayout, 5> kPoolLayoutNames = {{
     {PoolLayout::kDimMajorV, "dim_major_v"},
     {PoolLayout::kPadded, "padded"},
 }};
+// Row orders of the query and output (CaseShape::q_head_major / out_head_major).
+inline constexpr NameTable<bool, 2> kRowOrderNames = {{{false, "token_major"}, {true, "head_major"}}};
 inline constexpr NameTable<Override::Tensor, 6> kTensorNames = {{
     {Override::Tensor::kQ, "q"},
     {Override::Tensor::kK, "k"},

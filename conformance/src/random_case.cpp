@@ -144,15 +144,19 @@ CaseShape random_shape(uint64_t seed, int32_t max_context) {
   s.lse = rng.below(4) != 0;
   s.max_context = max_context;
   s.extra_pages = rng.range(0, 3);
+  s.q_head_major = rng.below(4) == 0;
+  s.out_head_major = rng.below(4) == 0;
   return s;
 }
 
 namespace {
 
-// Query / output rows [B, L, Hq, D] with `gap` elements after every head row.
-pacts_row_layout row_layout(const pacts_problem& p, int64_t inner, int32_t gap) {
-  const int64_t head = inner + gap;
-  return {int64_t{p.q_len} * p.num_q_heads * head, int64_t{p.num_q_heads} * head, head};
+// Query / output rows with `gap` elements after every head row: [B, L, Hq, D] (token-major) or
+// [B, Hq, L, D] (head-major).
+pacts_row_layout row_layout(const pacts_problem& p, int64_t inner, int32_t gap, bool head_major) {
+  const int64_t row = inner + gap, batch = int64_t{p.q_len} * p.num_q_heads * row;
+  if (head_major) return {batch, row, int64_t{p.q_len} * row};
+  return {batch, int64_t{p.num_q_heads} * row, row};
 }
 
 int64_t element_offset(const pacts_row_layout& l, int64_t b, int64_t i, int64_t h) {
@@ -192,9 +196,9 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
   p.v_layout = pool_layout(s.v_layout, p, false);
   p.k_scale_layout = scale_layout(p, p.k_scale_mode);
   p.v_scale_layout = scale_layout(p, p.v_scale_mode);
-  p.q_layout = row_layout(p, p.head_dim, s.q_gap);
-  p.out_layout = row_layout(p, p.head_dim, s.out_gap);
-  p.lse_layout = row_layout(p, 1, s.out_gap);
+  p.q_layout = row_layout(p, p.head_dim, s.q_gap, s.q_head_major);
+  p.out_layout = row_layout(p, p.head_dim, s.out_gap, s.out_head_major);
+  p.lse_layout = row_layout(p, 1, s.out_gap, s.out_head_major);
   p.softcap = s.softcap;
   p.window = s.window;
   p.has_sinks = s.sinks ? 1 : 0;

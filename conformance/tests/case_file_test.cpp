@@ -75,6 +75,8 @@ void expect_same_shape(const CaseShape& a, const CaseShape& b) {
   EXPECT_EQ(a.extra_pages, b.extra_pages);
   EXPECT_EQ(a.q_gap, b.q_gap);
   EXPECT_EQ(a.out_gap, b.out_gap);
+  EXPECT_EQ(a.q_head_major, b.q_head_major);
+  EXPECT_EQ(a.out_head_major, b.out_head_major);
   EXPECT_EQ(a.bt_extra_cols, b.bt_extra_cols);
   EXPECT_EQ(a.share_pages, b.share_pages);
   EXPECT_EQ(a.k_e8m0_lo, b.k_e8m0_lo);
@@ -276,6 +278,43 @@ TEST(CaseFileJson, RoundTripsRandomShapesAndGeneratedCases) {
   }
 }
 
+// q_order / out_order: optional keys, written only for head-major rows (spec/case_files.md §2.3).
+TEST(CaseFileJson, RowOrdersAreOptionalAndRoundTrip) {
+  CaseFile f = rich_file();
+  const Json plain = Json::parse(to_json_text(f));
+  EXPECT_FALSE(plain["shape"].contains("q_order"));
+  EXPECT_FALSE(plain["shape"].contains("out_order"));
+  f.spec.shape.q_head_major = true;
+  f.spec.shape.out_head_major = true;
+  const Json j = Json::parse(to_json_text(f));
+  EXPECT_EQ(j["shape"]["q_order"], "head_major");
+  EXPECT_EQ(j["shape"]["out_order"], "head_major");
+  auto back = from_json_text(j.dump());
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  expect_same_file(f, back.value());
+  // Head-major rows: a head's L tokens are adjacent, and the heads follow one another.
+  const CaseData c = back.value().spec.build();
+  const pacts_problem& p = c.problem;
+  ASSERT_TRUE(spec::validate_problem(p).is_ok());
+  EXPECT_EQ(p.q_layout.s_tok, p.head_dim + f.spec.shape.q_gap);
+  EXPECT_EQ(p.q_layout.s_head, int64_t{p.q_len} * p.q_layout.s_tok);
+  EXPECT_EQ(p.out_layout.s_head, int64_t{p.q_len} * p.out_layout.s_tok);
+  EXPECT_EQ(p.lse_layout.s_tok, 1 + f.spec.shape.out_gap);
+  // An explicit token_major reads as the absent key; anything else is refused by name.
+  Json t = j;
+  t["shape"]["q_order"] = "token_major";
+  auto tm = from_json_text(t.dump());
+  ASSERT_TRUE(tm.is_ok()) << tm.status().to_string();
+  EXPECT_FALSE(tm.value().spec.shape.q_head_major);
+  t["shape"]["out_order"] = "column_major";
+  auto bad = from_json_text(t.dump());
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("shape.out_order \"column_major\""), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("token_major, head_major"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(CaseFileJson, WritesAtomicallyIntoNewDirectories) {
   TempDir dir;
   const std::string path = dir / "a/b/c/case.json";
@@ -475,6 +514,7 @@ TEST(CaseFileJson, GoldenBytesOfVersion1) {
       << "make_case no longer regenerates case-file version 1 bytes (spec/case_files.md §3)";
   CaseFile plain;
   plain.spec.shape = random_shape(7);
+  plain.spec.shape.q_head_major = plain.spec.shape.out_head_major = false;  // drawn since
   plain.spec.seed = 7;
   EXPECT_EQ(digest(plain.spec.build()), 12097486669698276867ull)
       << "make_case no longer regenerates case-file version 1 bytes (spec/case_files.md §3)";

@@ -27,6 +27,10 @@ struct CaseShape {
   int32_t extra_pages = 3;    // pages in the pool that no sequence owns
   int32_t q_gap = 0;          // elements of gap after every query head row (strides with gaps)
   int32_t out_gap = 0;        // elements of gap after every output / LSE head row
+  // Row orders of the query and of the output (and LSE): token-major [B][L][Hq] rows (s_tok =
+  // Hq x s_head), or head-major [B][Hq][L] (s_head = L x s_tok), as a stack that keeps each
+  // head's tokens together has them. The same for L = 1.
+  bool q_head_major = false, out_head_major = false;
   int32_t bt_extra_cols = 0;  // block-table columns beyond the longest context (padding)
   bool share_pages = false;   // every sequence's first page is sequence 0's first page
   int32_t k_e8m0_lo = 122, k_e8m0_hi = 127;  // MXFP4 K scale bytes are drawn in [lo, hi]
