@@ -9,7 +9,8 @@
 #include "platform/amd_device_min.h"
 #define PACTS_SHFL_XOR(x, lane_mask) __shfl_xor((x), (lane_mask))
 #define PACTS_WARP_SYNC() __builtin_amdgcn_wave_barrier()
-// No MFMA tile kernel yet: AMD runs the CUDA-core tile kernel (NOTES.md).
+// PACTS_HIP_MATRIX_UNIT names the NVIDIA matrix kernel only; AMD's MFMA kernel is selected by
+// PACTS_HIP_MFMA (src/kernel_mfma.h, platform/matrix_amd.h), the CUDA-core kernel otherwise.
 #define PACTS_HIP_MATRIX_UNIT 0
 namespace pacts::gpu {
 inline constexpr int kWarpSize = 64;

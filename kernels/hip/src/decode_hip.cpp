@@ -9,6 +9,9 @@
 #if PACTS_HIP_MATRIX_UNIT
 #include "src/kernel_mma.h"
 #endif
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA  // AMD gfx942 / gfx950 (platform/matrix_amd.h)
+#include "src/kernel_mfma.h"
+#endif
 #include "src/plan_config.h"
 
 #include <algorithm>
@@ -30,7 +33,11 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The plan's tile: the keys of one warp tile of the matrix-unit kernel (src/kernel_mma.h), or of
 // one block tile of the CUDA-core kernel (src/kernel.h) where the vendor has no matrix kernel.
 int32_t tile_keys(int32_t head_dim) {
-#if PACTS_HIP_MATRIX_UNIT
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+  static_assert(detail::MfmaShape<64, false>::kKeys == detail::MfmaShape<256, true>::kKeys);
+  (void)head_dim;
+  return detail::MfmaShape<128, false>::kKeys;
+#elif PACTS_HIP_MATRIX_UNIT
   static_assert(detail::MmaShape<64, false>::kKeys == detail::MmaShape<256, true>::kKeys);
   (void)head_dim;
   return detail::MmaShape<128, false>::kKeys;
@@ -54,7 +61,13 @@ constexpr int64_t kMinPartitionKeys = 512;
 constexpr int64_t kMaxPartitions = 64;
 
 int64_t blocks_per_sm(int32_t head_dim) {
-#if PACTS_HIP_MATRIX_UNIT
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+  switch (head_dim) {  // by the LDS of gfx942 (64 KiB per compute unit): estimates, never run
+    case 64: return detail::kMfmaBlocksPerCu<64>;
+    case 128: return detail::kMfmaBlocksPerCu<128>;
+    default: return detail::kMfmaBlocksPerCu<256>;
+  }
+#elif PACTS_HIP_MATRIX_UNIT
   switch (head_dim) {
     case 64: return detail::MmaShape<64, false>::kBlocksPerSm;
     case 128: return detail::MmaShape<128, false>::kBlocksPerSm;
@@ -132,7 +145,11 @@ template <int D, pacts_format kFormat, bool kSplitV>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for; every size here is at most gfx942's 64 KiB.
-#if PACTS_HIP_MATRIX_UNIT
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+  constexpr int kSmem = static_cast<int>(sizeof(detail::MfmaSmem<D, kSplitV>));
+  constexpr int kTileThreads = detail::MfmaShape<D, kSplitV>::kThreads;
+  const auto tile_kernel = detail::split_kv_mfma_kernel<D, kFormat, kSplitV>;
+#elif PACTS_HIP_MATRIX_UNIT
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
   const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV>;
@@ -157,7 +174,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 template <int D>
 spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
-#if PACTS_HIP_MATRIX_UNIT
+#if PACTS_HIP_MATRIX_UNIT || (defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA)
   // V reaches the MMA as the pool's bf16 codes only when it is bf16 without a scale; otherwise
   // as scaled fp32 values cut into bf16 parts (kSplitV, src/kernel_mma.h).
   constexpr bool kSplit = true;
@@ -242,7 +259,7 @@ spec::NumericsProfile profile() {
   prof.eps_tanh = 4.0 * std::ldexp(1.0, -24);
   prof.eps_log = std::ldexp(1.0, -40);
   prof.ftz = false;
-#if PACTS_HIP_MATRIX_UNIT
+#if PACTS_HIP_MATRIX_UNIT || (defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA)
   const double u_bf16 = std::ldexp(1.0, -8);
   prof.name = "hip-mma-bf16";
   prof.u_q = (1 + u_bf16) * (1 + u_bf16) - 1;
@@ -251,6 +268,13 @@ spec::NumericsProfile profile() {
   prof.p_rounded_in_denominator = false;
   prof.u_logit = std::ldexp(1.0, -22);
   prof.u_acc = std::ldexp(1.0, -21);
+#endif
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+  // The MFMA kernel (src/kernel_mfma.h, never run): the same roundings (Q~, K, P to bf16 once,
+  // V exact) and the same declared accumulation terms. What AMD's matrix cores do inside a
+  // 16-term step (rounding or truncation, bf16 subnormal inputs kept or flushed) is not measured
+  // (kernel_mfma.h, "Numerics").
+  prof.name = "hip-mfma-bf16";
 #endif
   return prof;
 }
@@ -305,7 +329,13 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
   if (partitions > 1 && !config::workspace_bytes_for(problem, partitions, &out.workspace_bytes))
     return spec::out_of_range("workspace of " + std::to_string(partitions) +
                               " partitions: more than 2^63 bytes; give fewer partitions");
-  out.variant = std::string(PACTS_HIP_MATRIX_UNIT ? "hip-mma" : "hip") +
+  out.variant = std::string(
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+                    "hip-mfma"
+#else
+                    PACTS_HIP_MATRIX_UNIT ? "hip-mma" : "hip"
+#endif
+                    ) +
 #if defined(PACTS_UNSAFE_UNMASKED)
                 "-UNSAFE-unmasked" +
 #endif

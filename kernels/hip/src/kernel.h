@@ -302,6 +302,101 @@ __device__ inline void decode8(const PoolParams& pool, const Fetched8& f, int co
   }
 }
 
+// Shared by the matrix tile kernels (kernel_mma.h on NVIDIA, kernel_mfma.h on AMD).
+
+// A non-zero V element below 2^-102: its bf16 parts could fall below bf16's normal range, so it
+// takes the CUDA-core / vector-ALU path instead (stage_tile, split V only).
+__device__ inline bool is_tiny(float v) { return v != 0.0f && __builtin_fabsf(v) < 0x1p-102f; }
+
+// x - r for r = x rounded: exact in fp32. An infinite or NaN r (an owned Inf or NaN, outside the
+// contract) leaves 0, so the value stays in the first part alone (no inf - inf = NaN).
+__device__ inline float residual(float x, float r) { return r - r == 0.0f ? x - r : 0.0f; }
+
+// The block-table entry and the in-page slot of key t0 + lane for lanes < kKeys, packed as
+// (page << 32 | slot), or -1: a key outside `owned` (its entry is never read) or a lane >= kKeys.
+// One load per lane and tile; stage_tile hands the entries to the lanes by shuffles.
+template <int kKeys>
+__device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, KeyRange owned,
+                                     int lane) {
+  const int64_t j = t0 + lane;
+#if defined(PACTS_UNSAFE_UNMASKED)
+  owned.begin = t0 - t0 % kKeys;  // the whole tile of any key in the span: no ownership test
+  owned.end = owned.end + kKeys - 1 - (owned.end - 1) % kKeys;
+  // ... but within the block-table row: at page size 8 a rounded-up tile can pass column M - 1.
+  owned.end = min(owned.end, int64_t{p.max_pages_per_seq} * p.page_size);
+#endif
+  if (lane >= kKeys || !owned.contains(j)) return -1;
+  const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
+  return page << 32 | (j % p.page_size);
+}
+
+// Offsets of an owned slot's K and V rows (units), with the 32-bit mutant's wrap.
+template <pacts_format kFormat>
+__device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, int64_t in_page,
+                               int col, int64_t& k_row, int64_t& v_row) {
+  k_row = row_offset(p.k, kv_head, page, in_page);
+  v_row = row_offset(p.v, kv_head, page, in_page);
+  if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
+    const int64_t u = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
+    k_row = static_cast<int32_t>(k_row + chunk_offset(p.k, u)) - chunk_offset(p.k, u);
+    v_row = static_cast<int32_t>(v_row + chunk_offset(p.v, u)) - chunk_offset(p.v, u);
+  }
+}
+
+// The end of a matrix tile kernel (kernel_mma.h, kernel_mfma.h), after a barrier behind the
+// warps' (waves') stores of their states and accumulators into `fin`: thread t < kMaxRows merges
+// row t's states in warp order in binary64 (common::merge, the partition merge's math), so the
+// result depends on the plan only (PACTS-META-2); then the block writes the output rows (an
+// unsplit plan, with the LSE and the empty rows) or the partials to the workspace.
+template <int D, int kWarps, int kThreads, class Final>
+__device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_t b,
+                                             int64_t kv_head, int64_t z, int32_t r0, int32_t rows,
+                                             uint32_t nonempty, bool direct, int t) {
+  if (t < kMaxRows && ((nonempty >> t) & 1u)) {
+    common::MergeState ms;
+    for (int w = 0; w < kWarps; ++w) {
+      const common::MergeWeights mw = common::merge(ms, fin.m[w][t], fin.l[w][t]);
+      fin.self[w][t] = mw.use_self ? mw.self : 1.0;  // an unused self multiplies an exact 0
+      fin.other[w][t] = mw.other;
+      fin.use_other[w][t] = mw.use_other;
+    }
+    const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
+    if (direct) {
+      const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
+      const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
+      fin.factor[t] = common::output_factor(ms.m, ms.l, p.has_sinks, sink);
+      if (PACTS_MUTANT(hip_lse_first_warp)) ms = {fin.m[0][t], fin.l[0][t]};
+      store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(ms.m, ms.l)));
+    } else {
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
+      p.ws_m[e] = static_cast<float>(ms.m);  // the largest of the warps' fp32 maxima: exact
+      p.ws_l[e] = static_cast<float>(ms.l);
+    }
+  } else if (t < rows && !direct) {
+    const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
+    p.ws_m[e] = -INFINITY;
+    p.ws_l[e] = 0.0f;
+  }
+  __syncthreads();
+  for (int idx = t; idx < rows * D; idx += kThreads) {
+    const int r = idx / D, d = idx % D;
+    if (!((nonempty >> r) & 1u)) continue;
+    double a = 0.0;
+    for (int w = 0; w < kWarps; ++w) {
+      a *= fin.self[w][r];
+      if (fin.use_other[w][r]) a += fin.other[w][r] * static_cast<double>(fin.acc[w][r * D + d]);
+    }
+    if (direct) {
+      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+      store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a * fin.factor[r]));
+    } else {
+      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
+      p.ws_acc[e * D + d] = static_cast<float>(a);  // element stores: 4-byte aligned workspace
+    }
+  }
+  if (direct) store_special_rows<D>(p, b, kv_head, r0, rows, false, nonempty);
+}
+
 // Copies the tile's keys [t0, t0 + kTile) ∩ keys of one pool into shared memory, each element
 // decoded and scaled once in fp32 (fetch8, decode8). Slots outside `keys` are zero by assignment: no
 // unowned byte is loaded.

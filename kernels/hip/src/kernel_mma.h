@@ -101,14 +101,6 @@ __device__ inline int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// A non-zero V element below 2^-102: its bf16 parts could fall below bf16's normal range, so it
-// takes the CUDA-core path instead (stage_tile, split only).
-__device__ inline bool is_tiny(float v) { return v != 0.0f && fabsf(v) < 0x1p-102f; }
-
-// x - r for r = x rounded: exact in fp32. An infinite or NaN r (an owned Inf or NaN, outside the
-// contract) leaves 0, so the value stays in the first part alone (no inf - inf = NaN).
-__device__ inline float residual(float x, float r) { return r - r == 0.0f ? x - r : 0.0f; }
-
 // The bf16 (RNE) codes of 8 fp32 values, and the values replaced by their residuals.
 __device__ inline uint4 round8(float (&x)[8]) {
   uint32_t w[4];
@@ -119,24 +111,6 @@ __device__ inline uint4 round8(float (&x)[8]) {
     x[2 * i + 1] = residual(x[2 * i + 1], common::bf16_to_float(static_cast<uint16_t>(w[i] >> 16)));
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-// The block-table entry and the in-page slot of key t0 + lane for lanes < kKeys, packed as
-// (page << 32 | slot), or -1: a key outside `owned` (its entry is never read) or a lane >= kKeys.
-// One load per lane and tile; stage_tile hands the entries to the lanes by shuffles.
-template <int kKeys>
-__device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, KeyRange owned,
-                                     int lane) {
-  const int64_t j = t0 + lane;
-#if defined(PACTS_UNSAFE_UNMASKED)
-  owned.begin = t0 - t0 % kKeys;  // the whole tile of any key in the span: no ownership test
-  owned.end = owned.end + kKeys - 1 - (owned.end - 1) % kKeys;
-  // ... but within the block-table row: at page size 8 a rounded-up tile can pass column M - 1.
-  owned.end = min(owned.end, int64_t{p.max_pages_per_seq} * p.page_size);
-#endif
-  if (lane >= kKeys || !owned.contains(j)) return -1;
-  const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
-  return page << 32 | (j % p.page_size);
 }
 
 // Mutants hip_v_tail_unmasked and hip_padding_entries_as_pages (#7092, kernels/common/mutant.h):
@@ -161,6 +135,17 @@ __device__ inline int64_t unowned_slot_entry(const Params& p, int64_t b, int64_t
   return page << 32 | (j % p.page_size);
 }
 
+// 8 bf16 codes of a pool row by cp.async (16 B, aligned, one chunk) or by loads; `col_at` is
+// chunk_offset(pool, col), which the caller may compute once per lane.
+__device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col, int64_t col_at,
+                                   uint16_t* dst) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(pool.data) + row + col_at;
+  if (pool.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0)
+    gpu::cp_async16(dst, src);
+  else
+    *reinterpret_cast<uint4*>(dst) = load_raw8<PACTS_FORMAT_BF16>(pool, row, col);
+}
+
 // The warp's stores of tile [t0, t0 + kKeys) into `stage`, from the lanes' slot_entry values.
 // Slots outside the owned keys are zeroed by the kernel (their entries, rows and scales are never
 // read). Returns, to every lane, whether the tile holds a tiny V element (split only).
@@ -172,28 +157,6 @@ __device__ inline int64_t unowned_slot_entry(const Params& p, int64_t b, int64_t
 //      bf16 or 0); a non-zero v below 2^-102 ("tiny", down to the fp32 subnormals) goes to an
 //      fp32 tile instead and is added on the CUDA cores (mma_tile). So P.V sees V unrounded
 //      (PACTS-ACC-3: a single key's output is RNE(v) exactly).
-// Offsets of an owned slot's K and V rows (units), with the 32-bit mutant's wrap.
-template <pacts_format kFormat>
-__device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, int64_t in_page,
-                               int col, int64_t& k_row, int64_t& v_row) {
-  k_row = row_offset(p.k, kv_head, page, in_page);
-  v_row = row_offset(p.v, kv_head, page, in_page);
-  if (PACTS_MUTANT(hip_kv_offset_32bit)) {  // `int` offsets: wrap past 2^31 elements
-    const int64_t u = kFormat == PACTS_FORMAT_E2M1 ? col / 2 : col;
-    k_row = static_cast<int32_t>(k_row + chunk_offset(p.k, u)) - chunk_offset(p.k, u);
-    v_row = static_cast<int32_t>(v_row + chunk_offset(p.v, u)) - chunk_offset(p.v, u);
-  }
-}
-
-// 8 bf16 codes of a pool row by cp.async (16 B, aligned, one chunk) or by loads.
-__device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col, uint16_t* dst) {
-  const uint16_t* src = reinterpret_cast<const uint16_t*>(pool.data) + row + chunk_offset(pool, col);
-  if (pool.chunk % 8 == 0 && (reinterpret_cast<uintptr_t>(src) & 15u) == 0)
-    gpu::cp_async16(dst, src);
-  else
-    *reinterpret_cast<uint4*>(dst) = load_raw8<PACTS_FORMAT_BF16>(pool, row, col);
-}
-
 template <int D, pacts_format kFormat, bool kSplitV>
 __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            int lane) {
@@ -205,10 +168,18 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     // flight while this one is computed), by loads elsewhere. K likewise when it has no scale;
     // a scaled K (per-tensor or per-token, V unscaled) is decoded, scaled and rounded to bf16.
     static_assert(kFormat == PACTS_FORMAT_BF16);
+    // A lane copies the same chunk of every row it copies (the warp covers kWarpSize / kChunks
+    // rows per step), so the chunk's offsets in K and V rows are computed once, not per load
+    // (the general addressing of issue 6 cost the bf16 kernel 10% on the H200). Not for D 64:
+    // its 168 registers (3 blocks per SM) cannot also hold them (ptxas spilled 80 bytes).
+    static_assert(gpu::kWarpSize % S::kChunks == 0);
+    constexpr bool kHoist = D >= 128;
+    const int64_t k_col0 = kHoist ? chunk_offset(p.k, lane % S::kChunks * 8) : 0;
+    const int64_t v_col0 = kHoist ? chunk_offset(p.v, lane % S::kChunks * 8) : 0;
 #pragma unroll 2
     for (int n = 0; n < S::kLoads; ++n) {
       const int idx = lane + n * gpu::kWarpSize;
-      const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
+      const int slot = idx / S::kChunks, chunk = idx % S::kChunks, col = chunk * 8;
       uint16_t* kd = stage + swz<D>(slot, chunk);
       uint16_t* vd = kd + S::kTileElems;
       const int64_t e = PACTS_SHFL(entry, slot);
@@ -217,18 +188,17 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
         *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
         continue;
       }
-      const int col = chunk * 8;
       const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
       int64_t k_row = 0, v_row = 0;
       kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
       if (raw_k) {
-        copy_bf16x8(p.k, k_row, col, kd);
+        copy_bf16x8(p.k, k_row, col, kHoist ? k_col0 : chunk_offset(p.k, col), kd);
       } else {
         float x[8];
         decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
         *reinterpret_cast<uint4*>(kd) = round8(x);
       }
-      copy_bf16x8(p.v, v_row, col, vd);
+      copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
     }
     return false;
   } else {
@@ -258,7 +228,7 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
         int64_t k_row = 0, v_row = 0;
         kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
         if (raw_k)  // bf16 K without a scale next to a scaled V: stored as it is
-          copy_bf16x8(p.k, k_row, col, stage + swz<D>(slot, chunk));
+          copy_bf16x8(p.k, k_row, col, chunk_offset(p.k, col), stage + swz<D>(slot, chunk));
         else
           kf[i] = fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col);
         vf8[i] = fetch8<kFormat>(p, p.v, kv_head, page, in_page, v_row, col);
@@ -575,50 +545,7 @@ split_kv_mma_kernel(const Params p) {
     }
   }
   __syncthreads();
-  // Thread per row: the warps' states merged in warp order, in binary64 (common::merge).
-  if (t < kMaxRows && ((nonempty >> t) & 1u)) {
-    common::MergeState ms;
-    for (int w = 0; w < S::kWarps; ++w) {
-      const common::MergeWeights mw = common::merge(ms, fin.m[w][t], fin.l[w][t]);
-      fin.self[w][t] = mw.use_self ? mw.self : 1.0;  // an unused self multiplies an exact 0
-      fin.other[w][t] = mw.other;
-      fin.use_other[w][t] = mw.use_other;
-    }
-    const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
-    if (direct) {
-      const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
-      const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
-      fin.factor[t] = common::output_factor(ms.m, ms.l, p.has_sinks, sink);
-      if (PACTS_MUTANT(hip_lse_first_warp)) ms = {fin.m[0][t], fin.l[0][t]};
-      store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(ms.m, ms.l)));
-    } else {
-      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
-      p.ws_m[e] = static_cast<float>(ms.m);  // the largest of the warps' fp32 maxima: exact
-      p.ws_l[e] = static_cast<float>(ms.l);
-    }
-  } else if (t < rows && !direct) {
-    const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + t;
-    p.ws_m[e] = -INFINITY;
-    p.ws_l[e] = 0.0f;
-  }
-  __syncthreads();
-  for (int idx = t; idx < rows * D; idx += S::kThreads) {
-    const int r = idx / D, d = idx % D;
-    if (!((nonempty >> r) & 1u)) continue;
-    double a = 0.0;
-    for (int w = 0; w < S::kWarps; ++w) {
-      a *= fin.self[w][r];
-      if (fin.use_other[w][r]) a += fin.other[w][r] * static_cast<double>(fin.acc[w][r * D + d]);
-    }
-    if (direct) {
-      const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
-      store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a * fin.factor[r]));
-    } else {
-      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
-      p.ws_acc[e * D + d] = static_cast<float>(a);  // element stores: 4-byte aligned workspace
-    }
-  }
-  if (direct) store_special_rows<D>(p, b, kv_head, r0, rows, false, nonempty);
+  merge_warps_and_store<D, S::kWarps, S::kThreads>(p, fin, b, kv_head, z, r0, rows, nonempty, direct, t);
 }
 
 }  // namespace pacts::kernels::hip::detail

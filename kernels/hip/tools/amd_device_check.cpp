@@ -2,9 +2,14 @@
 //   clang++-22 -x hip --offload-arch=gfx942 --offload-device-only -nogpuinc -nogpulib -O3
 //     -std=c++20 -DPACTS_AMD_DEVICE_CHECK -I kernels -I kernels/hip -I kernels/include
 //     -I spec/include -c kernels/hip/tools/amd_device_check.cpp
-// Compile-checked only: nothing here has run on an AMD GPU. The NVIDIA matrix-unit kernel
-// (src/kernel_mma.h) has no AMD version yet (NOTES.md): AMD runs these CUDA-core kernels.
+// Compile-checked only: nothing here has run on an AMD GPU. With -DPACTS_HIP_MFMA=1 (the CMake
+// target passes it) also every instantiation of the MFMA tile kernel (src/kernel_mfma.h) that the
+// dispatch launches (decode_hip.cpp launch_format): bf16 without a V scale as stored, and every
+// format with the split V.
 #include "src/kernel.h"
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+#include "src/kernel_mfma.h"
+#endif
 
 namespace pacts::kernels::hip::detail {
 
@@ -27,5 +32,22 @@ template __global__ void merge_kernel<256>(Params);
 
 // The tile kernel's LDS must fit gfx942's 64 KiB (toolchains.md trap 5).
 static_assert(sizeof(Smem<256>) <= 64 * 1024 && sizeof(Smem<128>) <= 64 * 1024);
+
+#if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
+#define PACTS_AMD_CHECK_MFMA_D(D)                                                   \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_BF16, false>(Params); \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_BF16, true>(Params);  \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_FP16, true>(Params);  \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_E4M3FN, true>(Params); \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_E4M3FNUZ, true>(Params); \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_E5M2, true>(Params);  \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_E5M2FNUZ, true>(Params); \
+  template __global__ void split_kv_mfma_kernel<D, PACTS_FORMAT_E2M1, true>(Params);  \
+  static_assert(sizeof(MfmaSmem<D, false>) <= 64 * 1024 && sizeof(MfmaSmem<D, true>) <= 64 * 1024);
+PACTS_AMD_CHECK_MFMA_D(64)
+PACTS_AMD_CHECK_MFMA_D(128)
+PACTS_AMD_CHECK_MFMA_D(256)
+#undef PACTS_AMD_CHECK_MFMA_D
+#endif
 
 }  // namespace pacts::kernels::hip::detail
