@@ -29,6 +29,13 @@ std::string fmt(double x) {
 
 }  // namespace
 
+bool exact_scaling_comparable(double x, int k, pacts_format format) {
+  const spec::FormatInfo* fi = spec::format_info(format);
+  const double scaled = std::ldexp(x, k);
+  return fi != nullptr && std::isfinite(x) && std::fabs(x) > fi->min_normal &&
+         std::fabs(scaled) > fi->min_normal && std::fabs(scaled) <= fi->max_finite;
+}
+
 std::string element_name(const pacts_problem& p, size_t index, bool per_row) {
   const size_t D = per_row ? 1 : static_cast<size_t>(p.head_dim);
   const size_t d = index % D, row = index / D;

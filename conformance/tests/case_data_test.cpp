@@ -2,12 +2,15 @@
 // owned_bytes() marked too much, poison checks could not fail; too little, they would fail a
 // correct kernel.
 #include <pacts/conformance/case_data.h>
+#include <pacts/conformance/check_util.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/generators.h>
+#include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 namespace pacts::conformance {
@@ -143,6 +146,38 @@ TEST(Generators, FollowCapabilities) {
     EXPECT_EQ(describe(a), describe(b));
   }
   EXPECT_GT(outside, 30);
+}
+
+}  // namespace
+}  // namespace pacts::conformance
+
+namespace pacts::conformance {
+namespace {
+
+// PACTS-ACC-4's guard (check_util.h): the smallest normal is not comparable, because a value
+// rounded on the subnormal grid can land on it. The fp16 case the H200 met, worked by hand:
+// v = 2^-14 - 1.5 x 2^-26 rounds to 2^-14 in fp16 (subnormal spacing 2^-24), and 8 v =
+// 2^-11 - 1.5 x 2^-23 rounds to 2^-11 - 2^-22 (spacing 2^-22 below 2^-11), not to 8 x 2^-14.
+TEST(ExactScaling, SmallestNormalIsNotComparable) {
+  const double min16 = std::ldexp(1.0, -14);
+  EXPECT_EQ(spec::round_to(PACTS_FORMAT_FP16, min16 - 1.5 * std::ldexp(1.0, -26)), min16);
+  EXPECT_EQ(spec::round_to(PACTS_FORMAT_FP16, 8 * (min16 - 1.5 * std::ldexp(1.0, -26))),
+            std::ldexp(1.0, -11) - std::ldexp(1.0, -22));
+  EXPECT_FALSE(exact_scaling_comparable(min16, 3, PACTS_FORMAT_FP16));
+  EXPECT_FALSE(exact_scaling_comparable(-min16, 3, PACTS_FORMAT_FP16));
+  // Scaled down onto the smallest normal: the same, from the other side.
+  EXPECT_FALSE(exact_scaling_comparable(8 * min16, -3, PACTS_FORMAT_FP16));
+  // One step above it, both ways, and ordinary values: comparable.
+  const double above = min16 + std::ldexp(1.0, -24);
+  EXPECT_TRUE(exact_scaling_comparable(above, 3, PACTS_FORMAT_FP16));
+  EXPECT_TRUE(exact_scaling_comparable(-0.75, -3, PACTS_FORMAT_FP16));
+  EXPECT_TRUE(exact_scaling_comparable(0.5, 3, PACTS_FORMAT_BF16));
+  // Subnormal, overflowing or non-finite: not comparable.
+  EXPECT_FALSE(exact_scaling_comparable(std::ldexp(1.0, -20), 3, PACTS_FORMAT_FP16));
+  EXPECT_FALSE(exact_scaling_comparable(60000.0, 1, PACTS_FORMAT_FP16));
+  EXPECT_FALSE(exact_scaling_comparable(INFINITY, 1, PACTS_FORMAT_FP32));
+  EXPECT_FALSE(exact_scaling_comparable(std::ldexp(1.0, -126), 2, PACTS_FORMAT_FP32));
+  EXPECT_TRUE(exact_scaling_comparable(std::ldexp(1.0, -125), 2, PACTS_FORMAT_FP32));
 }
 
 }  // namespace

@@ -57,6 +57,14 @@ Outcome same_bits(const Observed& a, const Observed& b, const std::string& what)
 // The reference answer of a case (the case must be valid).
 reference::Output reference_answer(const CaseData& c);
 
+// PACTS-ACC-4: whether an output value x (rounded to `format`) and its run with V scaled by 2^k
+// can be held to exact scaling: x finite, and x and 2^k x both of magnitude strictly above the
+// format's smallest normal and 2^k x at most its largest finite value. The smallest normal itself
+// is left out: a value just below it rounds on the subnormal grid, one bit coarser than the
+// normal grid, and can land exactly on it, while 2^k times that value rounds on the finer grid
+// (fp16: 2^-14 - 1.5 x 2^-26 gives 2^-14, and x 8 gives 2^-11 - 2^-22, not 2^-11).
+bool exact_scaling_comparable(double x, int k, pacts_format format);
+
 // Index helpers for the dense [B][L][Hq][D] / [B][L][Hq] arrays.
 std::string element_name(const pacts_problem& p, size_t dense_index, bool per_row);
 
