@@ -3,7 +3,8 @@
 // checks passed).
 //
 //   pacts-bench --backend host|hip[:N] --set peers|models|grid|formats [--gate-cases N]
-//               [--repeats N] [--csv F] [--json F] [--svg F] [--baseline F] [--list]
+//               [--only TEXT] [--limit N] [--repeats N] [--csv F] [--json F] [--svg F]
+//               [--baseline F] [--list]
 //
 // Sets: peers (the H200 peers' grid), models (production configurations), grid (a ragged
 // sweep), formats (every KV format in NHD and vLLM's x-packed K / dim-major V, at one shape).
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "timed calls per shape (GPU: at least 20)");
   app.add_option("--warmup", o.warmup, "untimed calls before them");
   app.add_option("--seed", o.data_seed, "seed of inputs, block tables and ragged lengths");
-  app.add_option("--limit", o.limit, "time only the first N shapes of the set");
+  app.add_option("--only", o.only, "time only the shapes whose label contains TEXT");
+  app.add_option("--limit", o.limit, "time only the first N shapes of the set (after --only)");
   app.add_option("--threads", o.host_threads, "host backend: worker threads (0 = all)");
   app.add_option("--ceiling-mib", ceiling_mib, "buffer size of the ceiling probes (0 = default)");
   app.add_option("--datasheet-tbs", o.datasheet_tbs, "datasheet bandwidth (0 = from the name)");
@@ -71,8 +73,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pacts-bench: %s\n", shapes.status().to_string().c_str());
     return 1;
   }
-  if (list) {
-    for (const bench::Shape& s : shapes.value()) std::printf("%s\n", s.label().c_str());
+  if (list) {  // the shapes a run would time
+    for (const bench::Shape& s : bench::select_shapes(shapes.value(), o))
+      std::printf("%s\n", s.label().c_str());
     return 0;
   }
   // The library's gate_cases 0 is for callers that ran the catalogue themselves (pacts-qualify);

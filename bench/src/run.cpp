@@ -9,6 +9,7 @@
 #include <pacts/conformance/hip_backend.h>
 #endif
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
 #include <utility>
@@ -138,12 +139,21 @@ spec::Result<Report> run_set(std::string_view set, const Target& target,
   return run_shapes(set, std::move(shapes).value(), target, backend, options);
 }
 
+std::vector<Shape> select_shapes(std::vector<Shape> shapes, const Options& options) {
+  if (!options.only.empty())
+    std::erase_if(shapes, [&](const Shape& s) {
+      return s.label().find(options.only) == std::string::npos;
+    });
+  if (options.limit > 0 && static_cast<size_t>(options.limit) < shapes.size())
+    shapes.resize(static_cast<size_t>(options.limit));
+  return shapes;
+}
+
 spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
                                 const Target& target, conformance::Backend& backend,
                                 const Options& options) {
   if (spec::Status s = check_options(target, options); !s) return s;
-  if (options.limit > 0 && static_cast<size_t>(options.limit) < todo.size())
-    todo.resize(static_cast<size_t>(options.limit));
+  todo = select_shapes(std::move(todo), options);
 
   Report report;
   report.set = std::string(set);

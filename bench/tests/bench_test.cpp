@@ -213,6 +213,30 @@ TEST(ShapeSets, FormatsAreEveryKvFormatInBothLayoutsAtOneShape) {
   EXPECT_EQ(got, expected);
 }
 
+// --only keeps the shapes whose label contains the text, in set order, then --limit cuts.
+TEST(ShapeSets, OnlyAndLimitSelectByLabelThenCount) {
+  const auto formats = shape_set("formats");
+  ASSERT_TRUE(formats);
+  Options o;
+  o.only = "e4m3fn/";
+  std::vector<Shape> picked = select_shapes(formats.value(), o);
+  ASSERT_EQ(picked.size(), 4u);  // per-tensor and per-token, NHD and vLLM
+  for (const Shape& s : picked) {
+    EXPECT_EQ(s.kv_format, PACTS_FORMAT_E4M3FN) << s.label();
+    EXPECT_NE(s.label().find("e4m3fn/"), std::string::npos);
+  }
+  EXPECT_EQ(picked[0].label(), formats.value()[4].label());
+  o.limit = 1;
+  picked = select_shapes(formats.value(), o);
+  ASSERT_EQ(picked.size(), 1u);
+  EXPECT_EQ(picked[0].label(), formats.value()[4].label());
+  o.only = "no such shape";
+  EXPECT_TRUE(select_shapes(formats.value(), o).empty());
+  o.only.clear();
+  o.limit = 0;
+  EXPECT_EQ(select_shapes(formats.value(), o).size(), formats.value().size());
+}
+
 TEST(ShapeSets, FormatsLayoutsAreTheSpecTable) {
   // spec/operator.md §3.2 (units: elements; e2m1, §3.3: bytes, U = D/2, x = 16 bytes):
   //   NHD           C = U, s_page = P*Hkv*U, s_head = U, s_tok = Hkv*U

@@ -64,6 +64,45 @@ PACTS_HD inline float e4m3fnuz_to_float(uint8_t c) { return minifloat_to_float<4
 PACTS_HD inline float e5m2_to_float(uint8_t c) { return minifloat_to_float<5, 2, 15, false>(c); }
 PACTS_HD inline float e5m2fnuz_to_float(uint8_t c) { return minifloat_to_float<5, 2, 16, true>(c); }
 
+// The same decoders for the GPU's K/V decode loops (kernels/hip: decode_kv): the same value for
+// every code, bit for bit (tests Dequant.FastDecodersMatchEveryCode, and common_gpu_test on the
+// GPU), in fewer instructions: the code's exponent and mantissa fields are placed under fp32's
+// and one multiply by 2^(127 - bias) rebiases them, exactly (a product with a power of two; a
+// subnormal code is an fp32 subnormal there and comes out normal: no kernel of pacts flushes fp32
+// subnormals, the profiles say ftz false). Only the special codes take a select. The definitions
+// above stay what the rest uses (the query's decode among them: the bf16 kernel's code, and its
+// speed on the H200, did not move with these).
+PACTS_HD inline float fp16_to_float_fast(uint16_t code) {
+  const uint32_t sign = static_cast<uint32_t>(code & 0x8000u) << 16;
+  const uint32_t e = (code >> 10) & 0x1Fu;
+  if (e == 0x1F) return f32_from_bits(sign | 0x7F800000u | ((code & 0x3FFu) << 13));
+  if (e == 0 && PACTS_MUTANT(fp16_subnormals_flushed)) return f32_from_bits(sign);
+  return f32_from_bits(sign | (static_cast<uint32_t>(code & 0x7FFFu) << 13)) * f32_pow2(127 - 15);
+}
+
+template <int kExpBits, int kManBits, int kBias, bool kFnuz>
+PACTS_HD inline float minifloat_to_float_fast(uint8_t code) {
+  constexpr uint32_t kExpMask = (1u << kExpBits) - 1;
+  const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
+  const uint32_t e = (code >> kManBits) & kExpMask;
+  const uint32_t m = code & ((1u << kManBits) - 1);
+  if (kFnuz && code == 0x80) return f32_nan();
+  if (!kFnuz && e == kExpMask) {
+    if (kExpBits == 5) return f32_from_bits(sign | (m == 0 ? 0x7F800000u : 0x7FC00000u));
+    if (m == (1u << kManBits) - 1) return f32_nan();
+  }
+  return f32_from_bits(sign | (static_cast<uint32_t>(code & 0x7Fu) << (23 - kManBits))) *
+         f32_pow2(127 - kBias);
+}
+
+PACTS_HD inline float e4m3fn_to_float_fast(uint8_t c) {
+  if (PACTS_MUTANT(e4m3fn_read_as_fnuz)) return minifloat_to_float_fast<4, 3, 8, true>(c);
+  return minifloat_to_float_fast<4, 3, 7, false>(c);
+}
+PACTS_HD inline float e4m3fnuz_to_float_fast(uint8_t c) { return minifloat_to_float_fast<4, 3, 8, true>(c); }
+PACTS_HD inline float e5m2_to_float_fast(uint8_t c) { return minifloat_to_float_fast<5, 2, 15, false>(c); }
+PACTS_HD inline float e5m2fnuz_to_float_fast(uint8_t c) { return minifloat_to_float_fast<5, 2, 16, true>(c); }
+
 // e2m1 (OCP MX FP4): one nibble; 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives (0x8 is -0).
 PACTS_HD inline float e2m1_to_float(uint8_t nibble) {
   const uint32_t e = (nibble >> 1) & 0x3u;

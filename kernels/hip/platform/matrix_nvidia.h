@@ -38,6 +38,27 @@ __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// Two OCP fp8 codes (the first in the low byte of `codes`) as two fp32 values, exactly: every e4m3
+// and e5m2 value is an fp16 value (the conversion to fp16 is exact, NaN stays NaN, e5m2's Inf
+// stays Inf), and fp16 to fp32 is exact. x holds the first code's value.
+__device__ inline float2 f16x2_to_float2(uint32_t h) {
+  float lo, hi;
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(h));
+  return make_float2(lo, hi);
+}
+__device__ inline float2 e4m3x2_to_float2(uint32_t codes) {
+  uint32_t h;
+  asm("{\n.reg .b16 c;\ncvt.u16.u32 c, %1;\ncvt.rn.f16x2.e4m3x2 %0, c;\n}\n" : "=r"(h) : "r"(codes));
+  return f16x2_to_float2(h);
+}
+__device__ inline float2 e5m2x2_to_float2(uint32_t codes) {
+  uint32_t h;
+  asm("{\n.reg .b16 c;\ncvt.u16.u32 c, %1;\ncvt.rn.f16x2.e5m2x2 %0, c;\n}\n" : "=r"(h) : "r"(codes));
+  return f16x2_to_float2(h);
+}
+
 }  // namespace pacts::gpu
 
 // Lane `src`'s value of x; whether any lane's flag is set (whole warp).

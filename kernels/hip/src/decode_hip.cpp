@@ -60,18 +60,25 @@ int32_t tile_keys(int32_t head_dim) {
 constexpr int64_t kMinPartitionKeys = 512;
 constexpr int64_t kMaxPartitions = 64;
 
-int64_t blocks_per_sm(int32_t head_dim) {
+// Whether the plan counts the slots of the split kernels (launch_format): every KV format but
+// bf16. A bf16 pool takes the bf16 kernel, or a split one when V has a scale, and both get the
+// bf16 kernel's plan: PACTS-ACC-4 needs the same partitions whatever V's scale (the merge's
+// rounding would differ), at the cost of the split kernel's slots where they differ (D 64, 256).
+bool split_slots(const pacts_problem& p) { return p.kv_format != PACTS_FORMAT_BF16; }
+
+template <bool kSplit>
+int64_t blocks_per_sm_of(int32_t head_dim) {
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
   switch (head_dim) {  // by the LDS of gfx942 (64 KiB per compute unit): estimates, never run
-    case 64: return detail::kMfmaBlocksPerCu<64>;
-    case 128: return detail::kMfmaBlocksPerCu<128>;
-    default: return detail::kMfmaBlocksPerCu<256>;
+    case 64: return detail::kMfmaBlocksPerCu<64, kSplit>;
+    case 128: return detail::kMfmaBlocksPerCu<128, kSplit>;
+    default: return detail::kMfmaBlocksPerCu<256, kSplit>;
   }
 #elif PACTS_HIP_MATRIX_UNIT
   switch (head_dim) {
-    case 64: return detail::MmaShape<64, false>::kBlocksPerSm;
-    case 128: return detail::MmaShape<128, false>::kBlocksPerSm;
-    default: return detail::MmaShape<256, false>::kBlocksPerSm;
+    case 64: return detail::MmaShape<64, kSplit>::kBlocksPerSm;
+    case 128: return detail::MmaShape<128, kSplit>::kBlocksPerSm;
+    default: return detail::MmaShape<256, kSplit>::kBlocksPerSm;
   }
 #else
   (void)head_dim;
@@ -79,10 +86,15 @@ int64_t blocks_per_sm(int32_t head_dim) {
 #endif
 }
 
+// Blocks of the problem's tile kernel resident per multiprocessor: the plan's slots.
+int64_t blocks_per_sm(const pacts_problem& p) {
+  return split_slots(p) ? blocks_per_sm_of<true>(p.head_dim) : blocks_per_sm_of<false>(p.head_dim);
+}
+
 int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int64_t row_tiles,
                              int64_t max_keys) {
   const int64_t units = int64_t{p.batch} * p.num_kv_heads * row_tiles;
-  const int64_t slots = blocks_per_sm(p.head_dim) * std::max<int32_t>(dev.multiprocessors, 1);
+  const int64_t slots = blocks_per_sm(p) * std::max<int32_t>(dev.multiprocessors, 1);
   if (units == 0 || units >= slots || max_keys <= kMinPartitionKeys) return 1;
   const int64_t limit = std::min(ceil_div(max_keys, kMinPartitionKeys), kMaxPartitions);
   for (int64_t parts = 1; parts < limit; ++parts) {
@@ -144,22 +156,27 @@ detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& 
 template <int D, pacts_format kFormat, bool kSplitV>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
-  // asked for; every size here is at most gfx942's 64 KiB.
+  // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
+  // raw stages take up to about 90 KiB (src/kernel_mma.h, RawShape).
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
   constexpr int kSmem = static_cast<int>(sizeof(detail::MfmaSmem<D, kSplitV>));
   constexpr int kTileThreads = detail::MfmaShape<D, kSplitV>::kThreads;
   const auto tile_kernel = detail::split_kv_mfma_kernel<D, kFormat, kSplitV>;
 #elif PACTS_HIP_MATRIX_UNIT
-  constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV>));
+  constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
   const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV>;
+  static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat>,
+                "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
   static_assert(!kSplitV);
   constexpr int kSmem = static_cast<int>(sizeof(detail::Smem<D>));
   constexpr int kTileThreads = detail::kThreads;
   const auto tile_kernel = detail::split_kv_kernel<D, kFormat>;
 #endif
+#if !PACTS_HIP_MATRIX_UNIT
   static_assert(kSmem <= 64 * 1024, "the tile kernel must fit gfx942's 64 KiB of LDS");
+#endif
   if (kSmem > 48 * 1024) PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(tile_kernel, kSmem));
   hipLaunchKernelGGL(tile_kernel, dim3(static_cast<uint32_t>(items)), dim3(kTileThreads), kSmem,
                      stream, prm);

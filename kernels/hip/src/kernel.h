@@ -75,15 +75,27 @@ struct Smem {
 };
 
 // One KV code of a byte-or-halfword format (not e2m1, whose element needs its nibble and block
-// scale: mx8 below). Exact (common/dequant.h).
+// scale: mx8 below). Exact (common/dequant.h: the decoders of the decode loops).
 template <pacts_format kFormat>
 __device__ inline float decode_kv(uint32_t code) {
   if constexpr (kFormat == PACTS_FORMAT_BF16) return common::bf16_to_float(static_cast<uint16_t>(code));
-  if constexpr (kFormat == PACTS_FORMAT_FP16) return common::fp16_to_float(static_cast<uint16_t>(code));
-  if constexpr (kFormat == PACTS_FORMAT_E4M3FN) return common::e4m3fn_to_float(static_cast<uint8_t>(code));
-  if constexpr (kFormat == PACTS_FORMAT_E4M3FNUZ) return common::e4m3fnuz_to_float(static_cast<uint8_t>(code));
-  if constexpr (kFormat == PACTS_FORMAT_E5M2) return common::e5m2_to_float(static_cast<uint8_t>(code));
-  return common::e5m2fnuz_to_float(static_cast<uint8_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_FP16) return common::fp16_to_float_fast(static_cast<uint16_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FN) return common::e4m3fn_to_float_fast(static_cast<uint8_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FNUZ) return common::e4m3fnuz_to_float_fast(static_cast<uint8_t>(code));
+  if constexpr (kFormat == PACTS_FORMAT_E5M2) return common::e5m2_to_float_fast(static_cast<uint8_t>(code));
+  return common::e5m2fnuz_to_float_fast(static_cast<uint8_t>(code));
+}
+
+// Two codes as decode_kv each (the first code's value in x); NVIDIA converts e4m3fn and e5m2 pairs
+// with its exact fp8 instructions (platform/matrix_nvidia.h). Tests: common_gpu_test.
+template <pacts_format kFormat>
+__device__ inline float2 decode_kv2(uint32_t c0, uint32_t c1) {
+#if PACTS_HIP_MATRIX_UNIT
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FN)
+    if (!PACTS_MUTANT(e4m3fn_read_as_fnuz)) return gpu::e4m3x2_to_float2(c0 | c1 << 8);
+  if constexpr (kFormat == PACTS_FORMAT_E5M2) return gpu::e5m2x2_to_float2(c0 | c1 << 8);
+#endif
+  return make_float2(decode_kv<kFormat>(c0), decode_kv<kFormat>(c1));
 }
 
 template <pacts_format kFormat>

@@ -108,9 +108,10 @@ struct MfmaSmem {
 };
 
 // Blocks of the tile kernel that gfx942's 64 KiB of LDS per compute unit holds at once (the plan's
-// slots per multiprocessor; registers are not the limit: see amd_device_check's report).
-template <int D>
-inline constexpr int kMfmaBlocksPerCu = static_cast<int>(64 * 1024 / sizeof(MfmaSmem<D, false>));
+// slots per multiprocessor; registers are not the limit: see amd_device_check's report), for the
+// bf16 kernel or a split one.
+template <int D, bool kSplitV>
+inline constexpr int kMfmaBlocksPerCu = static_cast<int>(64 * 1024 / sizeof(MfmaSmem<D, kSplitV>));
 
 namespace mfma_detail {
 

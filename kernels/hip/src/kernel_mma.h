@@ -39,10 +39,11 @@
 
 namespace pacts::kernels::hip::detail {
 
-// kSplitV: V is staged as scaled fp32 values and reaches the MMA as three bf16 parts (the pool
-// is fp16 or scaled); otherwise V is the pool's own bf16 codes. Both keep the same warps and
-// the same key-to-warp assignment, so scaling V by 2^k through a scale gives exactly 2^k times
-// the unscaled result (PACTS-ACC-4: the parts mid and lo of such values are 0).
+// kSplitV: K and V reach the MMA decoded and scaled in fp32 (the pool is fp16, fp8 or MXFP4, or
+// scaled): K rounded once to bf16, V as one or three exact bf16 parts; otherwise both are the
+// pool's own bf16 codes. Both keep the same warps and the same key-to-warp assignment, so scaling
+// V by 2^k through a scale gives exactly 2^k times the unscaled result (PACTS-ACC-4: the parts mid
+// and lo of such values are 0).
 template <int D, bool kSplitV>
 struct MmaShape {
   // D = 256: one warp per block, Q~ read from shared memory per tile (its fragments and the
@@ -51,29 +52,53 @@ struct MmaShape {
   static constexpr int kWarps = D == 256 ? 1 : 4;
   static constexpr int kThreads = kWarps * gpu::kWarpSize;
   // Blocks that share a multiprocessor of the H200 (registers, shared memory): the plan's slots.
-  static constexpr int kBlocksPerSm = D == 256 ? 5 : D == 128 ? 2 : 3;
+  // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
+  // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
+  // bytes).
+  static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
-  static constexpr int kVParts = kSplitV ? 3 : 1;
-  // Two stages where the copies are asynchronous (cp.async); a converted tile is stored by the
-  // warp itself before it is used, so one stage.
-  static constexpr int kStages = kSplitV ? 1 : 2;
+  // bf16 kernel (kSplitV false): two stages of bf16 K and V tiles, copied by cp.async.
+  static constexpr int kStages = 2;
   static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
   static constexpr int kTileElems = kKeys * D;
-  // 16-bit elements of a stage: K, then V (bf16) or (split) V in fp32 with rows of kVStride
-  // floats (padded: the fragment loads of a warp hit 32 distinct banks) and the fp32 P of the
-  // tile (16 x 16).
-  static constexpr int kVStride = D + 4;
-  static constexpr int kPAt = kTileElems + 2 * kKeys * kVStride;
-  static constexpr int kStageElems = kSplitV ? kPAt + 2 * kMaxRows * kKeys : 2 * kTileElems;
+  static constexpr int kStageElems = 2 * kTileElems;
   static constexpr int kLoads = kKeys * kChunks / gpu::kWarpSize;  // chunks per lane per pool
   static constexpr int kKSteps = D / 16;  // MMAs along d for Q.K^T
   static constexpr int kDTiles = D / 8;   // N-tiles of P.V
   static_assert(kKeys * kChunks % gpu::kWarpSize == 0 && kChunks >= 8);
 };
 
-template <int D, bool kSplitV>
+// The split kernels' stages (kSplitV): a warp's tile of K and V rows exactly as the pool stores
+// them, moved by 16-byte cp.async copies where the layout keeps 16 bytes together (the loads of
+// load_raw8 otherwise), rows padded by 16 bytes so that the fragment reads of a warp hit distinct
+// banks; then the keys' fp32 scales (one per key, or per key and block of 32 for MXFP4, the e8m0
+// byte decoded). The MMA fragments are decoded from there (k_pair, v_elem): nothing decoded is
+// stored. kStages tiles in flight per warp: 2 of 16-bit codes, 4 of fp8 / e2m1 (about the same
+// bytes).
+template <int D, pacts_format kFormat>
+struct RawShape {
+  static constexpr int kKeys = 16;
+  static constexpr bool kFp4 = kFormat == PACTS_FORMAT_E2M1;
+  static constexpr int kUnitBytes = kIs16<kFormat> ? 2 : 1;     // bytes of a unit (e2m1: a byte)
+  static constexpr int kRowBytes = kFp4 ? D / 2 : D * kUnitBytes;
+  static constexpr int kRowStride = kRowBytes + 16;
+  static constexpr int kCopies = kRowBytes / 16;                 // 16-byte copies per row
+  static constexpr int kCopyUnits = 16 / kUnitBytes;
+  static constexpr int kCopyElems = kFp4 ? 32 : kCopyUnits;     // elements of a copy
+  static constexpr int kLoads = kKeys * kCopies / gpu::kWarpSize;  // copies per lane per pool
+  static constexpr int kCarry = kFp4 ? D / 32 : 1;               // scales per key
+  static constexpr int kCarryWords = kFp4 ? (kCarry + 3) / 4 : 1;  // issue_raw's carry
+  static constexpr int kScaleFloats = kKeys * kCarry;            // per pool
+  static constexpr int kPoolBytes = kKeys * kRowStride;
+  static constexpr int kStageBytes = 2 * kPoolBytes + 2 * kScaleFloats * 4;
+  static constexpr int kStages = kIs16<kFormat> ? 2 : 4;
+  static_assert(kKeys * kCopies % gpu::kWarpSize == 0 && kStageBytes % 16 == 0);
+};
+
+template <int D, bool kSplitV, pacts_format kFormat>
 struct MmaSmem {
   using S = MmaShape<D, kSplitV>;
+  using R = RawShape<D, kFormat>;
   struct Final {  // after the key loop: each warp's state, then the binary64 merge weights
     float acc[S::kWarps][kMaxRows * D];
     float m[S::kWarps][kMaxRows], l[S::kWarps][kMaxRows];
@@ -81,17 +106,28 @@ struct MmaSmem {
     bool use_other[S::kWarps][kMaxRows];
     double factor[kMaxRows];
   };
-  // Per warp and stage the K tile and the V part tiles (bf16); Q~ (bf16) behind them when it is
-  // read from shared memory all along, else in the first stage before the loop.
-  static constexpr int kStagesElems = S::kWarps * S::kStages * S::kStageElems;
-  static constexpr int kQAt = S::kQInRegisters ? 0 : kStagesElems;
+  // Per warp: its stages (bf16 tiles, or raw tiles and the fp32 P tile of the tiny path); Q~
+  // (bf16) behind them when it is read from shared memory all along, else in the first stage
+  // before the loop.
+  static constexpr int kWarpBytes = kSplitV ? R::kStages * R::kStageBytes + kMaxRows * S::kKeys * 4
+                                            : S::kStages * S::kStageElems * 2;
+  static constexpr int kStagesBytes = S::kWarps * kWarpBytes;
+  static constexpr int kQAt = S::kQInRegisters ? 0 : kStagesBytes;
+  static_assert(kStagesBytes >= kMaxRows * D * 2 && kWarpBytes % 16 == 0);
   union {
-    alignas(16) uint16_t buf[kStagesElems + (S::kQInRegisters ? 0 : kMaxRows * D)];
+    alignas(16) uint16_t buf[(kStagesBytes + (S::kQInRegisters ? 0 : kMaxRows * D * 2)) / 2];
     Final fin;
   } u;
-  __device__ uint16_t* stage(int warp) { return u.buf + warp * S::kStages * S::kStageElems; }
-  __device__ uint16_t* q() { return u.buf + kQAt; }
+  __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }
+  __device__ uint8_t* warp_area(int warp) { return reinterpret_cast<uint8_t*>(stage(warp)); }
+  __device__ uint16_t* q() { return u.buf + kQAt / 2; }
 };
+// Shared memory of all blocks of a multiprocessor, with the 1 KiB each block reserves, within the
+// H200's 228 KiB.
+template <int D, bool kSplitV, pacts_format kFormat>
+inline constexpr bool kMmaSmemFits =
+    MmaShape<D, kSplitV>::kBlocksPerSm * (sizeof(MmaSmem<D, kSplitV, kFormat>) + 1024) <=
+    228 * 1024;
 
 // Element offset of (row, chunk) in a 16-bit tile of rows of D elements: the chunk is XORed with
 // row % 8, so the 8 rows an ldmatrix phase reads (and 8 consecutive chunks of a row that a store
@@ -101,15 +137,20 @@ __device__ inline int swz(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// The bf16 (RNE) codes of 8 fp32 values, and the values replaced by their residuals.
+// The bf16 (RNE) codes of two fp32 values as one register, and the values replaced by their
+// residuals (the next part of a split V).
+__device__ inline uint32_t round_pair(float& x0, float& x1) {
+  const uint32_t w = gpu::pack_bf16x2_rn(x0, x1);
+  x0 = residual(x0, common::bf16_to_float(static_cast<uint16_t>(w & 0xFFFFu)));
+  x1 = residual(x1, common::bf16_to_float(static_cast<uint16_t>(w >> 16)));
+  return w;
+}
+
+// The same for 8 values (a 16-byte row chunk).
 __device__ inline uint4 round8(float (&x)[8]) {
   uint32_t w[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    w[i] = gpu::pack_bf16x2_rn(x[2 * i], x[2 * i + 1]);
-    x[2 * i] = residual(x[2 * i], common::bf16_to_float(static_cast<uint16_t>(w[i] & 0xFFFFu)));
-    x[2 * i + 1] = residual(x[2 * i + 1], common::bf16_to_float(static_cast<uint16_t>(w[i] >> 16)));
-  }
+  for (int i = 0; i < 4; ++i) w[i] = round_pair(x[2 * i], x[2 * i + 1]);
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -146,121 +187,226 @@ __device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col,
     *reinterpret_cast<uint4*>(dst) = load_raw8<PACTS_FORMAT_BF16>(pool, row, col);
 }
 
-// The warp's stores of tile [t0, t0 + kKeys) into `stage`, from the lanes' slot_entry values.
-// Slots outside the owned keys are zeroed by the kernel (their entries, rows and scales are never
-// read). Returns, to every lane, whether the tile holds a tiny V element (split only).
-//   K: bf16 codes without a scale as they are (cp.async when aligned); otherwise scaled in fp32
-//      and rounded once to bf16 (profile: u_q).
-//   V: without kSplitV the bf16 codes as they are; with it the scaled fp32 value v is stored as
-//      v = hi + mid + lo, each bf16 (hi = RNE(v), mid = RNE(v - hi), lo = v - hi - mid), exact
-//      for every fp32 v with |v| >= 2^-102 (24 significant bits = 3 x 8, every part a normal
-//      bf16 or 0); a non-zero v below 2^-102 ("tiny", down to the fp32 subnormals) goes to an
-//      fp32 tile instead and is added on the CUDA cores (mma_tile). So P.V sees V unrounded
-//      (PACTS-ACC-3: a single key's output is RNE(v) exactly).
-template <int D, pacts_format kFormat, bool kSplitV>
-__device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
+// The bf16 kernel's copies of tile [t0, t0 + kKeys) into `stage` (two K and V tiles of bf16,
+// XOR-swizzled), from the lanes' slot_entry values. Slots outside the owned keys are zeroed by the
+// kernel (their entries and rows are never read). V is bf16 without a scale (the host picks
+// kSplitV otherwise): copied as stored, by cp.async where a row's 16 bytes are aligned and in one
+// chunk (asynchronous: the next tile is in flight while this one is computed), by loads
+// elsewhere. K likewise when it has no scale; a scaled K (per-tensor or per-token, V unscaled) is
+// decoded, scaled in fp32 and rounded once to bf16 (profile: u_q).
+template <int D>
+__device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            int lane) {
-  using S = MmaShape<D, kSplitV>;
-  const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
-  if constexpr (!kSplitV) {
-    // bf16 V without a scale (the host picks kSplitV otherwise): copied as stored, by cp.async
-    // where a row's 16 bytes are aligned and in one chunk (asynchronous: the next tile is in
-    // flight while this one is computed), by loads elsewhere. K likewise when it has no scale;
-    // a scaled K (per-tensor or per-token, V unscaled) is decoded, scaled and rounded to bf16.
-    static_assert(kFormat == PACTS_FORMAT_BF16);
-    // A lane copies the same chunk of every row it copies (the warp covers kWarpSize / kChunks
-    // rows per step), so the chunk's offsets in K and V rows are computed once, not per load
-    // (the general addressing of issue 6 cost the bf16 kernel 10% on the H200). Not for D 64:
-    // its 168 registers (3 blocks per SM) cannot also hold them (ptxas spilled 80 bytes).
-    static_assert(gpu::kWarpSize % S::kChunks == 0);
-    constexpr bool kHoist = D >= 128;
-    const int64_t k_col0 = kHoist ? chunk_offset(p.k, lane % S::kChunks * 8) : 0;
-    const int64_t v_col0 = kHoist ? chunk_offset(p.v, lane % S::kChunks * 8) : 0;
+  using S = MmaShape<D, false>;
+  constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
+  const bool raw_k = p.k.scale_mode == PACTS_SCALE_NONE;
+  // A lane copies the same chunk of every row it copies (the warp covers kWarpSize / kChunks
+  // rows per step), so the chunk's offsets in K and V rows are computed once, not per load
+  // (the general addressing of issue 6 cost the bf16 kernel 10% on the H200). Not for D 64:
+  // its 168 registers (3 blocks per SM) cannot also hold them (ptxas spilled 80 bytes).
+  static_assert(gpu::kWarpSize % S::kChunks == 0);
+  constexpr bool kHoist = D >= 128;
+  const int64_t k_col0 = kHoist ? chunk_offset(p.k, lane % S::kChunks * 8) : 0;
+  const int64_t v_col0 = kHoist ? chunk_offset(p.v, lane % S::kChunks * 8) : 0;
 #pragma unroll 2
-    for (int n = 0; n < S::kLoads; ++n) {
-      const int idx = lane + n * gpu::kWarpSize;
-      const int slot = idx / S::kChunks, chunk = idx % S::kChunks, col = chunk * 8;
-      uint16_t* kd = stage + swz<D>(slot, chunk);
-      uint16_t* vd = kd + S::kTileElems;
-      const int64_t e = PACTS_SHFL(entry, slot);
-      if (e < 0) {  // unowned: never an address; zeros of the kernel's own
-        *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
-        *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
-        continue;
-      }
-      const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
-      int64_t k_row = 0, v_row = 0;
-      kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
-      if (raw_k) {
-        copy_bf16x8(p.k, k_row, col, kHoist ? k_col0 : chunk_offset(p.k, col), kd);
-      } else {
-        float x[8];
-        decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
-        *reinterpret_cast<uint4*>(kd) = round8(x);
-      }
-      copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
+  for (int n = 0; n < S::kLoads; ++n) {
+    const int idx = lane + n * gpu::kWarpSize;
+    const int slot = idx / S::kChunks, chunk = idx % S::kChunks, col = chunk * 8;
+    uint16_t* kd = stage + swz<D>(slot, chunk);
+    uint16_t* vd = kd + S::kTileElems;
+    const int64_t e = PACTS_SHFL(entry, slot);
+    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+      continue;
     }
-    return false;
-  } else {
-    // Decoded formats: a group of loads is issued before the first is decoded (a load-use
-    // chain per 8 elements left a warp waiting on one global latency after another: 7x the
-    // bf16 time for fp8 on the H200), as many as the registers allow next to the accumulators
-    // (ptxas, sm_90): D 128 4 loads of 16-bit codes or 8 of fp8 / e2m1 per pool; D 256 2 (e2m1
-    // spills 8 bytes there); D 64 (168 registers for 3 blocks) 2, or 4 of e2m1.
-    constexpr bool k16 = kIs16<kFormat>, kFp4 = kFormat == PACTS_FORMAT_E2M1;
-    constexpr int kWant = D == 128 ? (k16 ? 4 : 8) : D == 256 ? 2 : (kFp4 ? 4 : 2);
-    constexpr int kGroup = kWant < S::kLoads ? kWant : S::kLoads;
-    static_assert(S::kLoads % kGroup == 0);
-    bool tiny = false;
-#pragma unroll 1
-    for (int g0 = 0; g0 < S::kLoads; g0 += kGroup) {
-      Fetched8 kf[kGroup], vf8[kGroup];
-      bool own[kGroup];
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        const int idx = lane + (g0 + i) * gpu::kWarpSize;
-        const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
-        const int64_t e = PACTS_SHFL(entry, slot);
-        own[i] = e >= 0;
-        if (!own[i]) continue;  // unowned: never an address (zeros are stored below)
-        const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
-        const int col = chunk * 8;
-        int64_t k_row = 0, v_row = 0;
-        kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
-        if (raw_k)  // bf16 K without a scale next to a scaled V: stored as it is
-          copy_bf16x8(p.k, k_row, col, chunk_offset(p.k, col), stage + swz<D>(slot, chunk));
-        else
-          kf[i] = fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col);
-        vf8[i] = fetch8<kFormat>(p, p.v, kv_head, page, in_page, v_row, col);
-      }
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        const int idx = lane + (g0 + i) * gpu::kWarpSize;
-        const int slot = idx / S::kChunks, chunk = idx % S::kChunks;
-        uint16_t* kd = stage + swz<D>(slot, chunk);
-        float* vf = reinterpret_cast<float*>(stage + S::kTileElems) + slot * S::kVStride + chunk * 8;
-        if (!own[i]) {  // unowned: zeros of the kernel's own
-          *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
-          *reinterpret_cast<float4*>(vf) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          *reinterpret_cast<float4*>(vf + 4) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-          continue;
-        }
-        const int col = chunk * 8;
-        float x[8];
-        if (!raw_k) {  // decoded, scaled in fp32, rounded once to bf16
-          decode8<kFormat>(p.k, kf[i], col, x);
-          *reinterpret_cast<uint4*>(kd) = round8(x);
-        }
-        decode8<kFormat>(p.v, vf8[i], col, x);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) tiny |= is_tiny(x[j]);
-        *reinterpret_cast<float4*>(vf) = make_float4(x[0], x[1], x[2], x[3]);
-        *reinterpret_cast<float4*>(vf + 4) = make_float4(x[4], x[5], x[6], x[7]);
-      }
+    const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+    int64_t k_row = 0, v_row = 0;
+    kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, v_row);
+    if (raw_k) {
+      copy_bf16x8(p.k, k_row, col, kHoist ? k_col0 : chunk_offset(p.k, col), kd);
+    } else {
+      float x[8];
+      decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
+      *reinterpret_cast<uint4*>(kd) = round8(x);
     }
-    return PACTS_ANY(tiny);
+    copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
   }
 }
+
+// 16-byte copy c of an owned key's row (units [c * kCopyUnits, +kCopyUnits)) into `dst` (shared):
+// one cp.async where the pool's chunk keeps the 16 bytes together (`vector`) and they are
+// aligned, the loads of load_raw8 otherwise (x-packed K with a small x, dim-major V, odd strides:
+// spec/refusals.md §4, alignment 1), stored by the lane. `row`: the key's row offset in units.
+template <int D, pacts_format kFormat>
+__device__ inline void copy_raw16(const PoolParams& pool, int64_t row, int c, bool vector,
+                                  uint8_t* dst) {
+  using R = RawShape<D, kFormat>;
+  const uint8_t* src = pool.data + (row + chunk_offset(pool, int64_t{c} * R::kCopyUnits)) * R::kUnitBytes;
+  if (vector && (reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+    gpu::cp_async16(dst, src);
+    return;
+  }
+  constexpr int kGroups = R::kCopyElems / 8, kBytes = 16 / kGroups;  // load_raw8: 8 elements
+  uint4 r[kGroups];
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i) r[i] = load_raw8<kFormat>(pool, row, c * R::kCopyElems + 8 * i);
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i) memcpy(dst + i * kBytes, &r[i], kBytes);
+}
+
+// The split kernels' copies of a tile into `stage` (RawShape), from the lanes' slot_entry values:
+// the K and V rows of owned keys as stored; zeros of the kernel's own in every other slot (their
+// block-table entries, rows and scales are never read: spec/contract.md §5). The scales are
+// loaded here into the lane's `carry` (lane l: pool l / 16, key l % 16; the fp32 scale's bits,
+// 0 for an unowned key, or the MXFP4 key's e8m0 bytes, 4 to a word, 0x7F for an unowned key:
+// its elements are the kernel's zeros) and stored by store_scales one iteration later, when the
+// loads have landed: a store now would wait for them.
+template <int D, pacts_format kFormat>
+__device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8_t* stage,
+                          int lane, uint32_t (&carry)[RawShape<D, kFormat>::kCarryWords]) {
+  using R = RawShape<D, kFormat>;
+  const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
+#pragma unroll
+  for (int n = 0; n < R::kLoads; ++n) {
+    const int idx = lane + n * gpu::kWarpSize;
+    const int slot = idx / R::kCopies, c = idx % R::kCopies;
+    uint8_t* kd = stage + slot * R::kRowStride + c * 16;
+    uint8_t* vd = kd + R::kPoolBytes;
+    const int64_t e = PACTS_SHFL(entry, slot);
+    if (e < 0) {  // unowned: never an address
+      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+    int64_t k_row = 0, v_row = 0;
+    kv_rows<kFormat>(p, kv_head, page, in_page, c * R::kCopyElems, k_row, v_row);
+    copy_raw16<D, kFormat>(p.k, k_row, c, k_vector, kd);
+    copy_raw16<D, kFormat>(p.v, v_row, c, v_vector, vd);
+  }
+  const int key = lane % R::kKeys;
+  const PoolParams& pool = lane < R::kKeys ? p.k : p.v;
+  const int64_t e = PACTS_SHFL(entry, key);
+  const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+  if constexpr (R::kFp4) {
+#pragma unroll
+    for (int w = 0; w < R::kCarryWords; ++w) carry[w] = 0u;
+#pragma unroll
+    for (int blk = 0; blk < R::kCarry; ++blk) {
+      int block = blk;
+      if (lane < R::kKeys && PACTS_MUTANT(hip_mx_k_scales_rolled)) block = (block + 1) % R::kCarry;
+      const uint32_t byte = e < 0 ? 0x7Fu
+                                  : pool.mx_scales[page * pool.sc_page + kv_head * pool.sc_head +
+                                                   in_page * pool.sc_tok + block * pool.sc_block];
+      carry[blk / 4] |= byte << (8 * (blk % 4));
+    }
+  } else {
+    carry[0] = e < 0 ? 0u : __float_as_uint(key_scale(pool, kv_head, page, in_page));
+  }
+}
+
+// The carried scales of issue_raw into the stage they belong to, as fp32 (e8m0 bytes decoded:
+// common::e8m0_to_float).
+template <int D, pacts_format kFormat>
+__device__ inline void store_scales(uint8_t* stage, int lane,
+                                    const uint32_t (&carry)[RawShape<D, kFormat>::kCarryWords]) {
+  using R = RawShape<D, kFormat>;
+  float* at = reinterpret_cast<float*>(stage + 2 * R::kPoolBytes) +
+              (lane / R::kKeys) * R::kScaleFloats + (lane % R::kKeys) * R::kCarry;
+  if constexpr (R::kFp4) {
+#pragma unroll
+    for (int i = 0; i < R::kCarry; ++i)
+      at[i] = common::e8m0_to_float(static_cast<uint8_t>(carry[i / 4] >> (8 * (i % 4))));
+  } else {
+    at[0] = __uint_as_float(carry[0]);
+  }
+}
+
+// Element d of a raw K or V row from its code (e2m1: the byte holding it), decoded
+// (common/dequant.h, exact) and times `scale` (common::scaled: the scale before any product with Q,
+// spec/contract.md §2.1 order 2; an MXFP4 element is e2m1 times its block's e8m0 value, which is
+// common::mx_value with the scale decoded once).
+template <pacts_format kFormat>
+__device__ inline float elem_of(uint32_t code, int d, float scale, pacts_nibble_order order) {
+  if constexpr (kFormat == PACTS_FORMAT_E2M1)
+    return common::e2m1_to_float(common::e2m1_nibble(static_cast<uint8_t>(code), d, order)) * scale;
+  else
+    return common::scaled(decode_kv<kFormat>(code), scale);
+}
+
+// Two elements (dims d0, d1) from their codes, as elem_of each, with their scales; the fp8 pair
+// through decode_kv2.
+template <pacts_format kFormat>
+__device__ inline float2 pair_of(uint32_t c0, uint32_t c1, int d0, int d1, float s0, float s1,
+                                 pacts_nibble_order order) {
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    return make_float2(elem_of<kFormat>(c0, d0, s0, order), elem_of<kFormat>(c1, d1, s1, order));
+  } else {
+    const float2 x = decode_kv2<kFormat>(c0, c1);
+    return make_float2(common::scaled(x.x, s0), common::scaled(x.y, s1));
+  }
+}
+
+// Element d of raw row `row` (a stage's V row), as elem_of.
+template <pacts_format kFormat>
+__device__ inline float raw_elem(const uint8_t* row, int d, float scale,
+                                 pacts_nibble_order order) {
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) return elem_of<kFormat>(row[d / 2], d, scale, order);
+  if constexpr (kIs16<kFormat>)
+    return elem_of<kFormat>(reinterpret_cast<const uint16_t*>(row)[d], d, scale, order);
+  return elem_of<kFormat>(row[d], d, scale, order);
+}
+
+// The split kernels' order of the dims inside the MMAs. Any order consistent between the two
+// operands of a product leaves it unchanged; these make each lane's fragment values contiguous
+// dims of a row, so that a lane reads them from a raw row with 16-byte loads (SplitLane):
+//   Q~ K^T: position j (0..15) of k-step kk is dim (j % 8 / 2) * D / 4 + 4 kk + 2 (j / 8) + j % 2,
+//           for Q~ (placed so in shared memory) and K alike: lane q4 reads dims q4 * D / 4 + [0, D / 4)
+//           of keys g and g + 8, 4 per k-step;
+//   P V:    column c of N-tile n is output dim c * D / 8 + n: lane g reads dims g * D / 8 + [0, D / 8)
+//           of keys 2 q4, 2 q4 + 1, 2 q4 + 8, 2 q4 + 9, one per N-tile; the accumulator's dims
+//           are put back in order when it is stored.
+// bf16 pools keep the natural order of Q~ K^T in their split kernel (scaled V): it must compute S
+// exactly as the bf16 kernel does, which PACTS-ACC-4 compares it with (V unscaled vs scaled).
+template <pacts_format kFormat>
+inline constexpr bool kSplitKOrder = kFormat != PACTS_FORMAT_BF16;
+template <int D>
+__device__ inline int split_k_dim(int kk, int j) {
+  return (j % 8 / 2) * (D / 4) + 4 * kk + 2 * (j / 8) + j % 2;
+}
+template <int D>
+__device__ inline int split_v_dim(int n, int c) { return c * (D / 8) + n; }
+
+// A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter), and
+// the code of its element i (e2m1: the byte holding it).
+template <pacts_format kFormat, int kSegElems>
+struct SplitSegment {
+  static constexpr bool kFp4 = kFormat == PACTS_FORMAT_E2M1;
+  static constexpr int kBytes = kFp4 ? kSegElems / 2 : kSegElems * (kIs16<kFormat> ? 2 : 1);
+  static constexpr int kChunkBytes = kBytes < 16 ? kBytes : 16;
+  static constexpr int kChunks = kBytes / kChunkBytes;
+  static constexpr int kChunkElems = kSegElems / kChunks;
+  static constexpr int kWords = kChunkBytes / 4;
+  static_assert(kBytes % kChunkBytes == 0 && kChunkBytes % 4 == 0);
+  __device__ static void load(const uint8_t* seg, int chunk, uint32_t (&w)[kWords]) {
+    const uint8_t* at = seg + chunk * kChunkBytes;
+    if constexpr (kWords == 4) {
+      const uint4 x = *reinterpret_cast<const uint4*>(at);
+      w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+    } else if constexpr (kWords == 2) {
+      const uint2 x = *reinterpret_cast<const uint2*>(at);
+      w[0] = x.x, w[1] = x.y;
+    } else {
+      w[0] = *reinterpret_cast<const uint32_t*>(at);
+    }
+  }
+  __device__ static uint32_t code(const uint32_t (&w)[kWords], int i) {  // i: element of the chunk
+    if constexpr (kFp4) return (w[i / 8] >> (8 * (i / 2 % 4))) & 0xFFu;
+    else if constexpr (kIs16<kFormat>) return (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+    else return (w[i / 4] >> (8 * (i % 4))) & 0xFFu;
+  }
+};
 
 template <int D, pacts_format kFormat, bool kSplitV>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
@@ -268,7 +414,8 @@ __global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
 split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV>;
   extern __shared__ float4 smem_raw[];
-  MmaSmem<D, kSplitV>& sm = *reinterpret_cast<MmaSmem<D, kSplitV>*>(smem_raw);
+  using Smem = MmaSmem<D, kSplitV, kFormat>;
+  Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
   const WorkItem wi = work_item(p);
   const int64_t b = wi.b, kv_head = wi.kv_head, z = wi.z;
   const int32_t r0 = wi.r0, rows = wi.rows;
@@ -343,11 +490,14 @@ split_kv_mma_kernel(const Params p) {
   __syncthreads();
   uint16_t* const q_smem = sm.q();
   for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
-    const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
+    // Position at (of the MMA's k) holds dim d: the same in the bf16 kernel, split_k_dim's order
+    // in the split kernels (a pair of positions holds a pair of dims).
+    const int r = idx / (D / 2), at = 2 * (idx % (D / 2));
+    const int d = kSplitV && kSplitKOrder<kFormat> ? split_k_dim<D>(at / 16, at % 16) : at;
     float x[2];
     q_pair(r, d, x);
     const float up = row_up[r];
-    *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, d / 8) + d % 8]) =
+    *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, at / 8) + at % 8]) =
         gpu::pack_bf16x2_rn(x[0] * up, x[1] * up);
   }
   const float logit_down[2] = {1.0f / row_up[g], 1.0f / row_up[g + 8]};  // exact: powers of two
@@ -361,14 +511,6 @@ split_kv_mma_kernel(const Params p) {
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
-  // V parts fed to P.V: an fp8 code without an fp32 scale (at most 4 significant bits) or an
-  // MXFP4 element (2 bits times a power of two) is exact in bf16, one part; any other split V
-  // needs three (stage_tile). Tiny elements take the CUDA-core path either way.
-  constexpr bool kByteFormat = !kIs16<kFormat>;
-  const int v_parts = kByteFormat && (p.v.scale_mode == PACTS_SCALE_NONE ||
-                                      p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
-                          ? 1
-                          : S::kVParts;
   float acc[S::kDTiles][4];
 #pragma unroll
   for (int n = 0; n < S::kDTiles; ++n)
@@ -378,62 +520,25 @@ split_kv_mma_kernel(const Params p) {
 
   const int64_t first = span.empty() ? 0 : span.begin / S::kKeys;
   const int64_t last = span.empty() ? 0 : (span.end + S::kKeys - 1) / S::kKeys;
-  uint16_t* const stages = sm.stage(warp);  // stage s at stages + s * S::kStageElems
   int64_t tile = first + warp;
-  int s = 0;
-  bool tiny = false;
   const auto entry_of = [&](int64_t tl) {
     if (PACTS_MUTANT(hip_v_tail_unmasked) || PACTS_MUTANT(hip_padding_entries_as_pages))
       return tl < last ? unowned_slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, seq.context, lane)
                        : int64_t{-1};
     return tl < last ? slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, lane) : int64_t{-1};
   };
-  // Two stages: the block-table entries of a tile are loaded one tile before its copies are
-  // issued, and the copies one tile before it is computed.
-  int64_t entry = entry_of(tile);
-  if constexpr (S::kStages == 2) {
-    if (tile < last) stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages, lane);
-    gpu::cp_async_commit();
-    entry = entry_of(tile + S::kWarps);
-  }
-  const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
-  const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
-  for (; tile < last; tile += S::kWarps) {
-    if constexpr (S::kStages == 2) {  // the next tile in flight while this one is computed
-      if (tile + S::kWarps < last) {
-        PACTS_WARP_SYNC();  // every lane is done with stage s ^ 1 (the previous tile)
-        stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages + (s ^ 1) * S::kStageElems,
-                                        lane);
-      }
-      gpu::cp_async_commit();
-      entry = entry_of(tile + 2 * S::kWarps);
-      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<1>();
-    } else {
-      PACTS_WARP_SYNC();  // every lane is done with the stage (the previous tile)
-      tiny = stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stages, lane);
-      gpu::cp_async_commit();
-      entry = entry_of(tile + S::kWarps);
-      gpu::cp_async_wait<0>();
-    }
-    PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
-    const uint16_t* kt = stages + s * S::kStageElems;
-    const uint16_t* vt = kt + S::kTileElems;
-    if constexpr (S::kStages == 2) s ^= 1;
-
-    // S = Q~ K^T: two N-tiles of 8 keys.
-    float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-    for (int kk = 0; kk < S::kKSteps; ++kk) {
-      uint32_t bk[4];
-      gpu::ldmatrix_x4(bk, kt + swz<D>(k_row, 2 * kk + k_chunk));
-      const int qk = S::kQInRegisters ? kk : 0;
-      if constexpr (!S::kQInRegisters) gpu::ldmatrix_x4(qa[0], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
-      gpu::mma_bf16_16816(sc[0], qa[qk], bk[0], bk[1]);
-      gpu::mma_bf16_16816(sc[1], qa[qk], bk[2], bk[3]);
-    }
-    // Softmax step per row half h (row g + 8 h): keys nt * 8 + 2 q4 + e of the tile.
-    const int64_t t0 = tile * S::kKeys;
-    uint32_t pa[4];
+  // S = Q~ K^T for one k-step (16 dims): two N-tiles of 8 keys, K's B fragments in bk.
+  const auto qk_step = [&](int kk, const uint32_t (&bk)[4], float (&sc)[2][4]) {
+    const int qk = S::kQInRegisters ? kk : 0;
+    if constexpr (!S::kQInRegisters) gpu::ldmatrix_x4(qa[0], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+    gpu::mma_bf16_16816(sc[0], qa[qk], bk[0], bk[1]);
+    gpu::mma_bf16_16816(sc[1], qa[qk], bk[2], bk[3]);
+  };
+  // The softmax step of the tile of keys [t0, t0 + kKeys) per row half h (row g + 8 h; keys
+  // nt * 8 + 2 q4 + e of the tile): soft-cap, the row max over the quad, common::SoftmaxState,
+  // P = expf(s - shift) for the row's visible keys and exactly 0 (select) for the others, acc
+  // rescaled; P rounded to bf16 as the A fragment of P.V.
+  const auto softmax_step = [&](const float (&sc)[2][4], int64_t t0, uint32_t (&pa)[4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       // The row's visible keys as tile columns [ja, jb) (clamped to the tile).
@@ -470,38 +575,42 @@ split_kv_mma_kernel(const Params p) {
       pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
       pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
     }
-    // Tiny V elements (split only, stage_tile): acc += P t on the CUDA cores, with the same bf16
-    // P, in a fixed order over the tile's keys. P goes through the stage's P tile.
-    if constexpr (kSplitV) {
-      if (tiny) {
-        float* pt = reinterpret_cast<float*>(const_cast<uint16_t*>(kt) + S::kPAt);
-        const float* tt = reinterpret_cast<const float*>(vt);
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {  // pa[x]: row g + 8 (x % 2), keys 8 (x / 2) + 2 q4 + {0, 1}
-          const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
-          pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
-          pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
-        }
-        PACTS_WARP_SYNC();
-#pragma unroll
-        for (int n = 0; n < S::kDTiles; ++n)  // unrolled: acc stays in registers
-#pragma unroll
-          for (int x = 0; x < 4; ++x) {
-            const int r = g + 8 * (x / 2), col = n * 8 + 2 * q4 + x % 2;
-            float sum = 0.0f;
-#pragma unroll 1
-            for (int k = 0; k < S::kKeys; ++k) {
-              const float v = tt[k * S::kVStride + col];
-              sum += pt[r * S::kKeys + k] * (is_tiny(v) ? v : 0.0f);  // selection
-            }
-            acc[n][x] += sum;
-          }
+  };
+
+  if constexpr (!kSplitV) {
+    // bf16 K and V: two stages of swizzled bf16 tiles (stage_tile). The block-table entries of a
+    // tile are loaded one tile before its copies are issued, and the copies one tile before it is
+    // computed.
+    uint16_t* const stages = sm.stage(warp);
+    int s = 0;
+    int64_t entry = entry_of(tile);
+    if (tile < last) stage_tile<D>(p, kv_head, entry, stages, lane);
+    gpu::cp_async_commit();
+    entry = entry_of(tile + S::kWarps);
+    const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
+    const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
+    for (; tile < last; tile += S::kWarps) {
+      if (tile + S::kWarps < last) {  // the next tile in flight while this one is computed
+        PACTS_WARP_SYNC();  // every lane is done with stage s ^ 1 (the previous tile)
+        stage_tile<D>(p, kv_head, entry, stages + (s ^ 1) * S::kStageElems, lane);
       }
-    }
-    // acc += P V. bf16 V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
-    // Split V: each lane reads its B fragment values (keys 2 q4, 2 q4 + 1, 2 q4 + 8, 2 q4 + 9 of
-    // dim n * 8 + g) in fp32 and feeds them as hi, mid and lo, in that order, tiny elements as 0.
-    if constexpr (!kSplitV) {
+      gpu::cp_async_commit();
+      entry = entry_of(tile + 2 * S::kWarps);
+      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<1>();
+      PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
+      const uint16_t* kt = stages + s * S::kStageElems;
+      const uint16_t* vt = kt + S::kTileElems;
+      s ^= 1;
+      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int kk = 0; kk < S::kKSteps; ++kk) {
+        uint32_t bk[4];
+        gpu::ldmatrix_x4(bk, kt + swz<D>(k_row, 2 * kk + k_chunk));
+        qk_step(kk, bk, sc);
+      }
+      uint32_t pa[4];
+      softmax_step(sc, tile * S::kKeys, pa);
+      // acc += P V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
 #pragma unroll
       for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
         uint32_t bv[4];
@@ -509,22 +618,197 @@ split_kv_mma_kernel(const Params p) {
         gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
         gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
       }
-    } else {
-      const float* vf = reinterpret_cast<const float*>(vt) + 2 * q4 * S::kVStride + g;
-#pragma unroll
-      for (int n = 0; n < S::kDTiles; ++n) {
-        float x[8];  // round8 works on 8: the 4 values and 4 zeros
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float v = vf[((i / 2) * 8 + i % 2) * S::kVStride + n * 8];
-          x[i] = is_tiny(v) ? 0.0f : v;
-          x[4 + i] = 0.0f;
-        }
+    }
+  } else {
+    // Decoded formats (fp16, fp8, MXFP4, or a scale): kStages raw stages per warp (RawShape),
+    // the tiles ahead in flight by cp.async while one is computed; the fragments are decoded
+    // from the raw rows. Stage of the warp's i-th tile: i % kStages.
+    using R = RawShape<D, kFormat>;
+    uint8_t* const area = sm.warp_area(warp);
+    const auto stage_at = [&](int i) { return area + (i % R::kStages) * R::kStageBytes; };
+    float* const pt = reinterpret_cast<float*>(area + R::kStages * R::kStageBytes);  // tiny path
+    const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
+    const pacts_nibble_order k_order = p.k.nibble_order, v_order = p.v.nibble_order;
+    // V parts fed to P.V (exact: each is the residual of the parts before it): an fp8 code
+    // without an fp32 scale (at most 4 significant bits) or an MXFP4 element (2 bits times a
+    // power of two) is exact in bf16, one part; an fp16 code without a scale (11 bits) two; any
+    // other V three (24 bits; every part a normal bf16 or 0 for |v| >= 2^-102). A non-zero
+    // |v| < 2^-102 ("tiny", down to the fp32 subnormals) takes the CUDA-core path instead (below).
+    // So P.V sees V unrounded (PACTS-ACC-3: a single key's output is RNE(v) exactly).
+    const bool v_unscaled = p.v.scale_mode == PACTS_SCALE_NONE;
+    const int v_parts = !kIs16<kFormat> && (v_unscaled || p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
+                            ? 1
+                            : kFormat == PACTS_FORMAT_FP16 && v_unscaled ? 2 : 3;
+    // The scales of the tile issued last, stored one iteration later (issue_raw).
+    uint32_t carry[R::kCarryWords];
+    int64_t entry = entry_of(tile);
 #pragma unroll 1
-        for (int part = 0; part < v_parts; ++part) {
-          const uint4 w = round8(x);  // w.x: keys 2 q4, 2 q4 + 1 (b0); w.y: + 8 (b1)
-          gpu::mma_bf16_16816(acc[n], pa, w.x, w.y);
+    for (int i = 0; i < R::kStages - 1; ++i) {  // the first tiles, their scales stored at once
+      if (tile + i * S::kWarps < last) {
+        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i), lane, carry);
+        store_scales<D, kFormat>(stage_at(i), lane, carry);
+      }
+      gpu::cp_async_commit();
+      entry = entry_of(tile + (i + 1) * S::kWarps);
+    }
+    bool carried = false;
+#pragma unroll 1
+    for (int i = 0; tile < last; tile += S::kWarps, ++i) {
+      const int64_t ahead = tile + (R::kStages - 1) * S::kWarps;
+      PACTS_WARP_SYNC();  // every lane is done with the previous tile's stage, which ahead takes
+      if (carried) store_scales<D, kFormat>(stage_at(i + R::kStages - 2), lane, carry);
+      carried = ahead < last;
+      if (carried) issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i + R::kStages - 1), lane, carry);
+      gpu::cp_async_commit();
+      entry = entry_of(ahead + S::kWarps);
+      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<R::kStages - 1>();
+      PACTS_WARP_SYNC();  // the tile's copies, stores and scales are visible to the whole warp
+      const uint8_t* kr = stage_at(i);
+      const uint8_t* vr = kr + R::kPoolBytes;
+      const float* ks = reinterpret_cast<const float*>(kr + 2 * R::kPoolBytes);
+      const float* vs = ks + R::kScaleFloats;
+
+      // S = Q~ K^T: K decoded, scaled in fp32 and rounded once to bf16 (profile: u_q); bf16 codes
+      // without a scale (raw_k) as they are. Other formats in split_k_dim's order: the lane's B
+      // fragments are keys g and g + 8, dims q4 * D / 4 + 4 kk + {0, 1} (b0) and + {2, 3} (b1).
+      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+      if constexpr (!kSplitKOrder<kFormat>) {
+        // bf16 (natural order, as the bf16 kernel): keys g and g + 8, dims 16 kk + 2 q4 + {0, 1}
+        // (b0) and + 8 (b1), one word each.
+#pragma unroll
+        for (int kk = 0; kk < S::kKSteps; ++kk) {
+          uint32_t bk[4];
+#pragma unroll
+          for (int f = 0; f < 4; ++f) {
+            const int key = g + 8 * (f / 2), d = 16 * kk + 2 * q4 + 8 * (f % 2);
+            const uint32_t w = *reinterpret_cast<const uint32_t*>(kr + key * R::kRowStride + 2 * d);
+            bk[f] = raw_k ? w
+                          : gpu::pack_bf16x2_rn(
+                                elem_of<kFormat>(w & 0xFFFFu, d, ks[key], k_order),
+                                elem_of<kFormat>(w >> 16, d + 1, ks[key], k_order));
+          }
+          qk_step(kk, bk, sc);
         }
+      } else {
+        using Seg = SplitSegment<kFormat, D / 4>;
+        const int kd0 = q4 * (D / 4);
+        const uint8_t* seg[2] = {kr + g * R::kRowStride + q4 * Seg::kBytes,
+                                 kr + (g + 8) * R::kRowStride + q4 * Seg::kBytes};
+#pragma unroll
+        for (int c = 0; c < Seg::kChunks; ++c) {
+          uint32_t w[2][Seg::kWords];
+          float scale[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            Seg::load(seg[h], c, w[h]);
+            scale[h] = ks[(g + 8 * h) * R::kCarry + (R::kFp4 ? (kd0 + c * Seg::kChunkElems) / 32 : 0)];
+          }
+#pragma unroll
+          for (int i = 0; i < Seg::kChunkElems; i += 4) {
+            const int kk = (c * Seg::kChunkElems + i) / 4, d = kd0 + 4 * kk;
+            uint32_t bk[4];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int f = 0; f < 2; ++f) {
+                const int e = i + 2 * f;
+                const float2 x = pair_of<kFormat>(Seg::code(w[h], e), Seg::code(w[h], e + 1),
+                                                  d + 2 * f, d + 2 * f + 1, scale[h], scale[h], k_order);
+                bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
+              }
+            qk_step(kk, bk, sc);
+          }
+        }
+      }
+      uint32_t pa[4];
+      softmax_step(sc, tile * S::kKeys, pa);
+
+      // acc += P V (split_v_dim's order): the lane's B fragment values are keys 2 q4, 2 q4 + 1
+      // (b0) and 2 q4 + 8, 2 q4 + 9 (b1) of dim g * D / 8 + n for N-tile n, fed as their parts in
+      // order, tiny elements as 0.
+      bool tiny = false;
+      {
+        using Seg = SplitSegment<kFormat, D / 8>;
+        const int vd0 = g * (D / 8);
+        const int vkey[4] = {2 * q4, 2 * q4 + 1, 2 * q4 + 8, 2 * q4 + 9};
+        float vscale[4];
+#pragma unroll
+        for (int x = 0; x < 4; ++x)  // one block of 32 dims holds the lane's D / 8
+          vscale[x] = vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
+#pragma unroll
+        for (int c = 0; c < Seg::kChunks; ++c) {
+          uint32_t w[4][Seg::kWords];
+#pragma unroll
+          for (int x = 0; x < 4; ++x)
+            Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+#pragma unroll
+          for (int i = 0; i < Seg::kChunkElems; ++i) {
+            const int n = c * Seg::kChunkElems + i;
+            float v[4];
+#pragma unroll
+            for (int x = 0; x < 4; x += 2) {
+              const float2 y = pair_of<kFormat>(Seg::code(w[x], i), Seg::code(w[x + 1], i), vd0 + n,
+                                                vd0 + n, vscale[x], vscale[x + 1], v_order);
+              v[x] = y.x;
+              v[x + 1] = y.y;
+            }
+#pragma unroll
+            for (int x = 0; x < 4; ++x) {
+              const bool t_x = is_tiny(v[x]);
+              tiny |= t_x;
+              if (t_x) v[x] = 0.0f;
+            }
+            uint32_t b0 = 0, b1 = 0;
+#pragma unroll
+            for (int part = 0; part < 3; ++part) {
+              if (part >= v_parts) break;
+              if (part > 0) {  // the residuals of the parts fed so far
+                v[0] = residual(v[0], common::bf16_to_float(static_cast<uint16_t>(b0 & 0xFFFFu)));
+                v[1] = residual(v[1], common::bf16_to_float(static_cast<uint16_t>(b0 >> 16)));
+                v[2] = residual(v[2], common::bf16_to_float(static_cast<uint16_t>(b1 & 0xFFFFu)));
+                v[3] = residual(v[3], common::bf16_to_float(static_cast<uint16_t>(b1 >> 16)));
+              }
+              b0 = gpu::pack_bf16x2_rn(v[0], v[1]);
+              b1 = gpu::pack_bf16x2_rn(v[2], v[3]);
+              gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+            }
+          }
+        }
+      }
+      // Tiny V elements: acc += P t on the CUDA cores with the same bf16 P, in a fixed order over
+      // the tile's keys (rare: a warp vote). P goes through the warp's P tile.
+      if (PACTS_ANY(tiny)) {
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {  // pa[x]: row g + 8 (x % 2), keys 8 (x / 2) + 2 q4 + {0, 1}
+          const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
+          pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
+          pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
+        }
+        PACTS_WARP_SYNC();
+        // A loop over the N-tiles (code and registers of one), each adding its sums through an
+        // unrolled sweep of predicated adds (acc is indexed by constants: it stays in registers).
+#pragma unroll 1
+        for (int n = 0; n < S::kDTiles; ++n) {
+          float add[4];
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            const int r = g + 8 * (x / 2), d = split_v_dim<D>(n, 2 * q4 + x % 2);
+            float sum = 0.0f;
+#pragma unroll 1
+            for (int k = 0; k < S::kKeys; ++k) {
+              const float scale = vs[k * R::kCarry + (R::kFp4 ? d / 32 : 0)];
+              const float t_v = raw_elem<kFormat>(vr + k * R::kRowStride, d, scale, v_order);
+              sum += pt[r * S::kKeys + k] * (is_tiny(t_v) ? t_v : 0.0f);  // selection
+            }
+            add[x] = sum;
+          }
+#pragma unroll
+          for (int m = 0; m < S::kDTiles; ++m)
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+              if (m == n) acc[m][x] += add[x];
+        }
+        PACTS_WARP_SYNC();  // the P tile is read before a later tile writes it
       }
     }
   }
@@ -532,12 +816,13 @@ split_kv_mma_kernel(const Params p) {
   // Every warp is done with the stages: they become the warps' final states.
   if (!PACTS_MUTANT(hip_final_barrier_dropped)) __syncthreads();
 
-  typename MmaSmem<D, kSplitV>::Final& fin = sm.u.fin;
+  typename Smem::Final& fin = sm.u.fin;
 #pragma unroll
   for (int n = 0; n < S::kDTiles; ++n)
 #pragma unroll
     for (int x = 0; x < 4; ++x)
-      fin.acc[warp][(g + 8 * (x / 2)) * D + n * 8 + 2 * q4 + x % 2] = acc[n][x];
+      fin.acc[warp][(g + 8 * (x / 2)) * D +
+                    (kSplitV ? split_v_dim<D>(n, 2 * q4 + x % 2) : n * 8 + 2 * q4 + x % 2)] = acc[n][x];
   if (q4 == 0) {
     for (int h = 0; h < 2; ++h) {
       fin.m[warp][g + 8 * h] = state[h].m;

@@ -6,6 +6,7 @@
 
 #include "common/dequant.h"
 #include "common/round.h"
+#include "src/kernel.h"
 
 #include <pacts/spec/formats.h>
 
@@ -23,6 +24,17 @@ using namespace pacts::kernels::common;
 __global__ void decode_kernel(pacts_format f, uint32_t count, float* out) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) out[i] = decode_code(f, i);
+}
+
+// The decode loops' pair decoder (src/kernel.h decode_kv2, NVIDIA's fp8 conversions among them):
+// code i with code count - 1 - i, so the two halves of a pair never hold the same code.
+template <pacts_format kFormat>
+__global__ void pair_kernel(uint32_t count, float* out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const float2 x = pacts::kernels::hip::detail::decode_kv2<kFormat>(i, count - 1 - i);
+  out[2 * i] = x.x;
+  out[2 * i + 1] = x.y;
 }
 
 __global__ void mx_kernel(float* out) {
@@ -89,6 +101,30 @@ int main() {
         std::printf("FAIL %s code 0x%x: GPU %.9g, spec %.17g\n",
                     std::string(pacts::spec::format_name(f)).c_str(), c, got[c], pacts::spec::decode(f, c));
   }
+  const auto check_pairs = [&](pacts_format f, auto kernel) {
+    const uint32_t count = static_cast<uint32_t>(pacts::spec::code_count(f));
+    float* d_out = nullptr;
+    if (hipMalloc(reinterpret_cast<void**>(&d_out), 2 * count * sizeof(float)) != hipSuccess) return false;
+    hipLaunchKernelGGL(kernel, dim3((count + 255) / 256), dim3(256), 0, nullptr, count, d_out);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return false;
+    const std::vector<float> got = host_copy(d_out, 2 * count);
+    (void)hipFree(d_out);
+    for (uint32_t c = 0; c < count; ++c)
+      for (uint32_t h = 0; h < 2; ++h, ++checked) {
+        const uint32_t code = h == 0 ? c : count - 1 - c;
+        if (!same_float(got[2 * c + h], pacts::spec::decode(f, code)) && failures++ < 10)
+          std::printf("FAIL pair decode %s code 0x%x: GPU %.9g, spec %.17g\n",
+                      std::string(pacts::spec::format_name(f)).c_str(), code, got[2 * c + h],
+                      pacts::spec::decode(f, code));
+      }
+    return true;
+  };
+  if (!check_pairs(PACTS_FORMAT_FP16, pair_kernel<PACTS_FORMAT_FP16>) ||
+      !check_pairs(PACTS_FORMAT_E4M3FN, pair_kernel<PACTS_FORMAT_E4M3FN>) ||
+      !check_pairs(PACTS_FORMAT_E4M3FNUZ, pair_kernel<PACTS_FORMAT_E4M3FNUZ>) ||
+      !check_pairs(PACTS_FORMAT_E5M2, pair_kernel<PACTS_FORMAT_E5M2>) ||
+      !check_pairs(PACTS_FORMAT_E5M2FNUZ, pair_kernel<PACTS_FORMAT_E5M2FNUZ>))
+    return 1;
   {
     float* d_out = nullptr;
     if (hipMalloc(reinterpret_cast<void**>(&d_out), 4096 * sizeof(float)) != hipSuccess) return 1;

@@ -102,7 +102,8 @@ struct Options {
   int32_t repeats = 20;
   int32_t warmup = 3;
   uint64_t data_seed = 1;     // inputs, block tables, ragged lengths
-  int32_t limit = 0;          // time only the first `limit` shapes of the set (0 = all)
+  std::string only;           // time only the shapes whose label contains this text ("" = all)
+  int32_t limit = 0;          // then only the first `limit` of them (0 = all)
   int32_t host_threads = 0;   // host target: worker threads (0 = all hardware threads)
   // Bytes of the ceiling probes (copy, read-only kernel); 0 = the target's default (GPU 2 GiB,
   // host 256 MiB).
@@ -196,6 +197,10 @@ spec::Result<Report> run_set(std::string_view set, const Target& target,
 spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options);
 // What run_set does after looking the set up: gate, then time `shapes` (Options::limit applies),
 // the report naming `set`. For shapes outside the sets, e.g. a reduced copy of a set's shape.
+// The shapes a run times: those whose label contains `only` (all when it is empty), then the
+// first `limit` of them (all when 0).
+std::vector<Shape> select_shapes(std::vector<Shape> shapes, const Options& options);
+
 spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
                                 const Target& target, conformance::Backend& backend,
                                 const Options& options);
