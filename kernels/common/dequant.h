@@ -40,7 +40,8 @@ PACTS_HD inline float fp16_to_float(uint16_t code) {
 
 // The four fp8 formats share S1 E(4|5) M(3|2) and differ in bias and special codes
 // (spec/formats.md §1.4-1.7, §1.10). `kFnuz`: the only NaN is 0x80 and there is no -0 or Inf.
-template <int kExpBits, int kManBits, int kBias, bool kFnuz>
+// `kByScaling`: the decode loops' variant (the *_fast decoders below), the same value.
+template <int kExpBits, int kManBits, int kBias, bool kFnuz, bool kByScaling = false>
 PACTS_HD inline float minifloat_to_float(uint8_t code) {
   constexpr uint32_t kExpMask = (1u << kExpBits) - 1;
   const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
@@ -51,9 +52,14 @@ PACTS_HD inline float minifloat_to_float(uint8_t code) {
     if (kExpBits == 5) return f32_from_bits(sign | (m == 0 ? 0x7F800000u : 0x7FC00000u));  // e5m2
     if (m == (1u << kManBits) - 1) return f32_nan();  // e4m3fn: S.1111.111 only
   }
-  if (e != 0) return f32_from_bits(sign | ((e - kBias + 127) << 23) | (m << (23 - kManBits)));
-  const float magnitude = static_cast<float>(m) * f32_pow2(1 - kBias - kManBits);  // exact
-  return sign ? -magnitude : magnitude;
+  if constexpr (kByScaling) {
+    return f32_from_bits(sign | (static_cast<uint32_t>(code & 0x7Fu) << (23 - kManBits))) *
+           f32_pow2(127 - kBias);
+  } else {
+    if (e != 0) return f32_from_bits(sign | ((e - kBias + 127) << 23) | (m << (23 - kManBits)));
+    const float magnitude = static_cast<float>(m) * f32_pow2(1 - kBias - kManBits);  // exact
+    return sign ? -magnitude : magnitude;
+  }
 }
 
 PACTS_HD inline float e4m3fn_to_float(uint8_t c) {
@@ -80,28 +86,13 @@ PACTS_HD inline float fp16_to_float_fast(uint16_t code) {
   return f32_from_bits(sign | (static_cast<uint32_t>(code & 0x7FFFu) << 13)) * f32_pow2(127 - 15);
 }
 
-template <int kExpBits, int kManBits, int kBias, bool kFnuz>
-PACTS_HD inline float minifloat_to_float_fast(uint8_t code) {
-  constexpr uint32_t kExpMask = (1u << kExpBits) - 1;
-  const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
-  const uint32_t e = (code >> kManBits) & kExpMask;
-  const uint32_t m = code & ((1u << kManBits) - 1);
-  if (kFnuz && code == 0x80) return f32_nan();
-  if (!kFnuz && e == kExpMask) {
-    if (kExpBits == 5) return f32_from_bits(sign | (m == 0 ? 0x7F800000u : 0x7FC00000u));
-    if (m == (1u << kManBits) - 1) return f32_nan();
-  }
-  return f32_from_bits(sign | (static_cast<uint32_t>(code & 0x7Fu) << (23 - kManBits))) *
-         f32_pow2(127 - kBias);
-}
-
 PACTS_HD inline float e4m3fn_to_float_fast(uint8_t c) {
-  if (PACTS_MUTANT(e4m3fn_read_as_fnuz)) return minifloat_to_float_fast<4, 3, 8, true>(c);
-  return minifloat_to_float_fast<4, 3, 7, false>(c);
+  if (PACTS_MUTANT(e4m3fn_read_as_fnuz)) return minifloat_to_float<4, 3, 8, true, true>(c);
+  return minifloat_to_float<4, 3, 7, false, true>(c);
 }
-PACTS_HD inline float e4m3fnuz_to_float_fast(uint8_t c) { return minifloat_to_float_fast<4, 3, 8, true>(c); }
-PACTS_HD inline float e5m2_to_float_fast(uint8_t c) { return minifloat_to_float_fast<5, 2, 15, false>(c); }
-PACTS_HD inline float e5m2fnuz_to_float_fast(uint8_t c) { return minifloat_to_float_fast<5, 2, 16, true>(c); }
+PACTS_HD inline float e4m3fnuz_to_float_fast(uint8_t c) { return minifloat_to_float<4, 3, 8, true, true>(c); }
+PACTS_HD inline float e5m2_to_float_fast(uint8_t c) { return minifloat_to_float<5, 2, 15, false, true>(c); }
+PACTS_HD inline float e5m2fnuz_to_float_fast(uint8_t c) { return minifloat_to_float<5, 2, 16, true, true>(c); }
 
 // e2m1 (OCP MX FP4): one nibble; 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives (0x8 is -0).
 PACTS_HD inline float e2m1_to_float(uint8_t nibble) {
