@@ -86,16 +86,23 @@ __device__ inline float decode_kv(uint32_t code) {
   return common::e5m2fnuz_to_float_fast(static_cast<uint8_t>(code));
 }
 
-// Two codes as decode_kv each (the first code's value in x); NVIDIA converts e4m3fn and e5m2 pairs
-// with its exact fp8 instructions (platform/matrix_nvidia.h). Tests: common_gpu_test.
+// Two codes as decode_kv each, into x0 and x1; NVIDIA converts e4m3fn and e5m2 pairs with its
+// exact fp8 instructions (platform/matrix_nvidia.h). Tests: common_gpu_test.
 template <pacts_format kFormat>
-__device__ inline float2 decode_kv2(uint32_t c0, uint32_t c1) {
+__device__ inline void decode_kv2(uint32_t c0, uint32_t c1, float& x0, float& x1) {
 #if PACTS_HIP_MATRIX_UNIT
-  if constexpr (kFormat == PACTS_FORMAT_E4M3FN)
-    if (!PACTS_MUTANT(e4m3fn_read_as_fnuz)) return gpu::e4m3x2_to_float2(c0 | c1 << 8);
-  if constexpr (kFormat == PACTS_FORMAT_E5M2) return gpu::e5m2x2_to_float2(c0 | c1 << 8);
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2) {
+    if (kFormat == PACTS_FORMAT_E5M2 || !PACTS_MUTANT(e4m3fn_read_as_fnuz)) {
+      const float2 x = kFormat == PACTS_FORMAT_E5M2 ? gpu::e5m2x2_to_float2(c0 | c1 << 8)
+                                                    : gpu::e4m3x2_to_float2(c0 | c1 << 8);
+      x0 = x.x;
+      x1 = x.y;
+      return;
+    }
+  }
 #endif
-  return make_float2(decode_kv<kFormat>(c0), decode_kv<kFormat>(c1));
+  x0 = decode_kv<kFormat>(c0);
+  x1 = decode_kv<kFormat>(c1);
 }
 
 template <pacts_format kFormat>

@@ -36,6 +36,7 @@
 #pragma once
 
 #include "src/kernel.h"
+#include "src/split_order.h"
 
 namespace pacts::kernels::hip::detail {
 
@@ -343,8 +344,9 @@ __device__ inline float2 pair_of(uint32_t c0, uint32_t c1, int d0, int d1, float
   if constexpr (kFormat == PACTS_FORMAT_E2M1) {
     return make_float2(elem_of<kFormat>(c0, d0, s0, order), elem_of<kFormat>(c1, d1, s1, order));
   } else {
-    const float2 x = decode_kv2<kFormat>(c0, c1);
-    return make_float2(common::scaled(x.x, s0), common::scaled(x.y, s1));
+    float x0 = 0.0f, x1 = 0.0f;
+    decode_kv2<kFormat>(c0, c1, x0, x1);
+    return make_float2(common::scaled(x0, s0), common::scaled(x1, s1));
   }
 }
 
@@ -358,25 +360,11 @@ __device__ inline float raw_elem(const uint8_t* row, int d, float scale,
   return elem_of<kFormat>(row[d], d, scale, order);
 }
 
-// The split kernels' order of the dims inside the MMAs. Any order consistent between the two
-// operands of a product leaves it unchanged; these make each lane's fragment values contiguous
-// dims of a row, so that a lane reads them from a raw row with 16-byte loads (SplitLane):
-//   Q~ K^T: position j (0..15) of k-step kk is dim (j % 8 / 2) * D / 4 + 4 kk + 2 (j / 8) + j % 2,
-//           for Q~ (placed so in shared memory) and K alike: lane q4 reads dims q4 * D / 4 + [0, D / 4)
-//           of keys g and g + 8, 4 per k-step;
-//   P V:    column c of N-tile n is output dim c * D / 8 + n: lane g reads dims g * D / 8 + [0, D / 8)
-//           of keys 2 q4, 2 q4 + 1, 2 q4 + 8, 2 q4 + 9, one per N-tile; the accumulator's dims
-//           are put back in order when it is stored.
 // bf16 pools keep the natural order of Q~ K^T in their split kernel (scaled V): it must compute S
 // exactly as the bf16 kernel does, which PACTS-ACC-4 compares it with (V unscaled vs scaled).
+// Every other split kernel takes split_order.h's orders.
 template <pacts_format kFormat>
 inline constexpr bool kSplitKOrder = kFormat != PACTS_FORMAT_BF16;
-template <int D>
-__device__ inline int split_k_dim(int kk, int j) {
-  return (j % 8 / 2) * (D / 4) + 4 * kk + 2 * (j / 8) + j % 2;
-}
-template <int D>
-__device__ inline int split_v_dim(int n, int c) { return c * (D / 8) + n; }
 
 // A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter), and
 // the code of its element i (e2m1: the byte holding it).
@@ -402,9 +390,7 @@ struct SplitSegment {
     }
   }
   __device__ static uint32_t code(const uint32_t (&w)[kWords], int i) {  // i: element of the chunk
-    if constexpr (kFp4) return (w[i / 8] >> (8 * (i / 2 % 4))) & 0xFFu;
-    else if constexpr (kIs16<kFormat>) return (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
-    else return (w[i / 4] >> (8 * (i % 4))) & 0xFFu;
+    return segment_code<kFormat>(w, i);
   }
 };
 
@@ -691,7 +677,7 @@ split_kv_mma_kernel(const Params p) {
         }
       } else {
         using Seg = SplitSegment<kFormat, D / 4>;
-        const int kd0 = q4 * (D / 4);
+        const int kd0 = k_segment<D>(q4);
         const uint8_t* seg[2] = {kr + g * R::kRowStride + q4 * Seg::kBytes,
                                  kr + (g + 8) * R::kRowStride + q4 * Seg::kBytes};
 #pragma unroll
@@ -705,15 +691,15 @@ split_kv_mma_kernel(const Params p) {
           }
 #pragma unroll
           for (int i = 0; i < Seg::kChunkElems; i += 4) {
-            const int kk = (c * Seg::kChunkElems + i) / 4, d = kd0 + 4 * kk;
+            const int kk = (c * Seg::kChunkElems + i) / 4;
             uint32_t bk[4];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
               for (int f = 0; f < 2; ++f) {
-                const int e = i + 2 * f;
+                const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
                 const float2 x = pair_of<kFormat>(Seg::code(w[h], e), Seg::code(w[h], e + 1),
-                                                  d + 2 * f, d + 2 * f + 1, scale[h], scale[h], k_order);
+                                                  kd0 + at, kd0 + at + 1, scale[h], scale[h], k_order);
                 bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
               }
             qk_step(kk, bk, sc);
@@ -729,7 +715,7 @@ split_kv_mma_kernel(const Params p) {
       bool tiny = false;
       {
         using Seg = SplitSegment<kFormat, D / 8>;
-        const int vd0 = g * (D / 8);
+        const int vd0 = v_segment<D>(g);
         const int vkey[4] = {2 * q4, 2 * q4 + 1, 2 * q4 + 8, 2 * q4 + 9};
         float vscale[4];
 #pragma unroll

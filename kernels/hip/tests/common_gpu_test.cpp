@@ -32,9 +32,7 @@ template <pacts_format kFormat>
 __global__ void pair_kernel(uint32_t count, float* out) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
-  const float2 x = pacts::kernels::hip::detail::decode_kv2<kFormat>(i, count - 1 - i);
-  out[2 * i] = x.x;
-  out[2 * i + 1] = x.y;
+  pacts::kernels::hip::detail::decode_kv2<kFormat>(i, count - 1 - i, out[2 * i], out[2 * i + 1]);
 }
 
 __global__ void mx_kernel(float* out) {
