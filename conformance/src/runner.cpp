@@ -4,6 +4,8 @@
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/runner.h>
 
+#include "case_io.h"
+
 #include <rapidcheck.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
@@ -65,6 +67,11 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
       ++stats.cases;
       if (o.verdict == Verdict::kNotSupported) ++stats.not_supported;
       if (o.verdict == Verdict::kPass) ++stats.passed;
+      if (o.verdict != Verdict::kNotSupported) {
+        ++stats.ran_per_kv_format[io::name_of(io::kFormatNames, spec.shape.kv_format)];
+        ++stats.ran_per_layout[std::string(io::name_of(io::kPoolLayoutNames, spec.shape.k_layout)) + "/" +
+                               io::name_of(io::kPoolLayoutNames, spec.shape.v_layout)];
+      }
       if (!o.failed()) stats.worst_ratio = std::max(stats.worst_ratio, o.worst_ratio);
     }
     // A QualityWarning outcome shrinks like a failure (the minimal case is worth a case file)

@@ -42,6 +42,15 @@ class PropertyTest : public testing::Test {
                 property_->id.c_str(), s.backend.c_str(), static_cast<long long>(s.cases),
                 static_cast<long long>(s.passed), static_cast<long long>(s.not_supported),
                 s.worst_ratio, s.seconds, static_cast<unsigned long long>(config().run.seed));
+    // What the backend ran, per KV format and per K/V layout pair (ci/catalogue_summary.sh adds
+    // these lines up over shards and properties).
+    const auto counts = [](const std::map<std::string, int64_t>& m) {
+      std::string line;
+      for (const auto& [name, n] : m) line += " " + name + ":" + std::to_string(n);
+      return line;
+    };
+    std::printf("  ran per kv format:%s\n  ran per layout:%s\n", counts(s.ran_per_kv_format).c_str(),
+                counts(s.ran_per_layout).c_str());
     RecordProperty("cases", static_cast<int>(s.cases));
     RecordProperty("not_supported", static_cast<int>(s.not_supported));
     RecordProperty("worst_ratio", std::to_string(s.worst_ratio));

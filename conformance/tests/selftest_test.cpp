@@ -304,5 +304,35 @@ TEST(SelfTestPlan, CleanReferencePassesEverything) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+// run_property counts what the backend ran per KV format and per K/V layout pair (the release
+// note's per-format figures, ci/catalogue_summary.sh): every case that was not NotSupported once
+// in each map, and the generator's spread of formats visible in 60 cases.
+TEST(Runner, CountsRanCasesPerKvFormatAndLayoutPair) {
+  auto backend = make_reference_backend();
+  auto reference = make_reference_backend();
+  const Property* property = find_property("PACTS-ACC-1");
+  ASSERT_NE(property, nullptr);
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 60;
+  const PropertyStats s = run_property(*property, *backend, *reference, options);
+  ASSERT_EQ(s.verdict, Verdict::kPass);
+  int64_t per_format = 0, per_layout = 0;
+  for (const auto& [name, n] : s.ran_per_kv_format) per_format += n;
+  for (const auto& [name, n] : s.ran_per_layout) {
+    per_layout += n;
+    EXPECT_NE(name.find('/'), std::string::npos) << name;
+  }
+  EXPECT_EQ(per_format, s.cases - s.not_supported);
+  EXPECT_EQ(per_layout, s.cases - s.not_supported);
+  EXPECT_GE(s.ran_per_kv_format.size(), 5u);
+  EXPECT_EQ(s.ran_per_kv_format.count("invalid"), 0u);
+  EXPECT_EQ(s.ran_per_kv_format.count("e2m1"), 1u);  // a KV format only: not the query's
+  for (const auto& [name, n] : s.ran_per_layout) {    // x-packed is K's only, dim-major V's only
+    EXPECT_NE(name.rfind("dim_major_v/", 0), 0u) << name;
+    EXPECT_EQ(name.find("/x_packed_k"), std::string::npos) << name;
+  }
+}
+
 }  // namespace
 }  // namespace pacts::conformance

@@ -6,6 +6,7 @@
 #include <pacts/conformance/property.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,10 @@ struct PropertyStats {
   std::string case_file;              // where it was saved
   std::string replay;                 // the command that replays it
   double seconds = 0;
+  // The generated cases the backend ran (NotSupported ones left out), per KV format ("e4m3fn")
+  // and per K/V pool layout pair ("x_packed_k/dim_major_v"): what a release note reports per
+  // format and layout.
+  std::map<std::string, int64_t> ran_per_kv_format, ran_per_layout;
 };
 
 PropertyStats run_property(const Property& property, Backend& backend, Backend& reference,
