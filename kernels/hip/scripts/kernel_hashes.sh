@@ -1,0 +1,29 @@
+#!/bin/bash
+# kernel_hashes.sh LIB: one line per sm_90 kernel of a library (or object) built by nvcc: its
+# mangled name, the size of its .text and a hash of the bytes. Two builds whose lines agree run
+# the same machine code, so figures measured on one hold for the other (kernels/hip/NOTES.md:
+# how the final library was tied to the one the H200 catalogue ran). Needs objcopy and python3;
+# no CUDA tools (the device tool's cuobjdump is not here).
+#   kernels/hip/scripts/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
+set -euo pipefail
+lib=$1
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+objcopy -O binary --only-section=.nv_fatbin "$lib" "$tmp"
+python3 - "$tmp" <<'PY'
+import hashlib, struct, sys
+data = open(sys.argv[1], 'rb').read()
+at = 0
+while (at := data.find(b'\x7fELF', at)) >= 0:  # the cubins inside the fatbin (uncompressed)
+    shoff, = struct.unpack_from('<Q', data, at + 0x28)
+    entsize, num, strndx = struct.unpack_from('<HHH', data, at + 0x3A)
+    elf = data[at:at + shoff + entsize * num]
+    section = lambda k: struct.unpack_from('<IIQQQQIIQQ', elf, shoff + k * entsize)
+    names = section(strndx)[4]
+    for k in range(num):
+        h = section(k)
+        name = elf[names + h[0]:elf.index(b'\0', names + h[0])].decode()
+        if name.startswith('.text.'):
+            print(name[6:], h[5], hashlib.sha256(elf[h[4]:h[4] + h[5]]).hexdigest()[:16])
+    at += len(elf)
+PY
