@@ -24,24 +24,7 @@ for w in before after; do
   lib="$W/$w/kernels/hip/libpacts_kernels_hip.so"
   objcopy -O binary --only-section=.nv_fatbin "$lib" "$W/$w.fatbin"
   objcopy -O binary --only-section=.text "$lib" "$W/$w.host-text"
-  python3 - "$W/$w.fatbin" > "$W/$w.kernels" <<'EOF'
-# Every ELF cubin of an (uncompressed) fatbin: per .text.<kernel> section, its size and SHA-256.
-import hashlib, struct, sys
-data = open(sys.argv[1], 'rb').read()
-at = 0
-while (at := data.find(b'\x7fELF', at)) >= 0:
-    shoff, = struct.unpack_from('<Q', data, at + 0x28)
-    entsize, num, strndx = struct.unpack_from('<HHH', data, at + 0x3A)
-    d = data[at:at + shoff + entsize * num]
-    sh = lambda k: struct.unpack_from('<IIQQQQIIQQ', d, shoff + k * entsize)
-    names = sh(strndx)[4]
-    for k in range(num):
-        h = sh(k)
-        name = d[names + h[0]:d.index(b'\0', names + h[0])].decode()
-        if name.startswith('.text.'):
-            print(name[6:], h[5], hashlib.sha256(d[h[4]:h[4] + h[5]]).hexdigest()[:16])
-    at += len(d)
-EOF
+  kernels/hip/scripts/kernel_hashes.sh "$lib" > "$W/$w.kernels"
 done
 echo "kernels: $(wc -l < "$W/after.kernels") in the working tree, $(wc -l < "$W/before.kernels") at $REV"
 status=0

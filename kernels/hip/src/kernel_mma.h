@@ -366,8 +366,8 @@ __device__ inline float raw_elem(const uint8_t* row, int d, float scale,
 template <pacts_format kFormat>
 inline constexpr bool kSplitKOrder = kFormat != PACTS_FORMAT_BF16;
 
-// A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter), and
-// the code of its element i (e2m1: the byte holding it).
+// A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter);
+// the code of element i of a chunk: segment_code (split_order.h).
 template <pacts_format kFormat, int kSegElems>
 struct SplitSegment {
   static constexpr bool kFp4 = kFormat == PACTS_FORMAT_E2M1;
@@ -388,9 +388,6 @@ struct SplitSegment {
     } else {
       w[0] = *reinterpret_cast<const uint32_t*>(at);
     }
-  }
-  __device__ static uint32_t code(const uint32_t (&w)[kWords], int i) {  // i: element of the chunk
-    return segment_code<kFormat>(w, i);
   }
 };
 
@@ -698,7 +695,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
               for (int f = 0; f < 2; ++f) {
                 const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
-                const float2 x = pair_of<kFormat>(Seg::code(w[h], e), Seg::code(w[h], e + 1),
+                const float2 x = pair_of<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1),
                                                   kd0 + at, kd0 + at + 1, scale[h], scale[h], k_order);
                 bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
               }
@@ -733,7 +730,7 @@ split_kv_mma_kernel(const Params p) {
             float v[4];
 #pragma unroll
             for (int x = 0; x < 4; x += 2) {
-              const float2 y = pair_of<kFormat>(Seg::code(w[x], i), Seg::code(w[x + 1], i), vd0 + n,
+              const float2 y = pair_of<kFormat>(segment_code<kFormat>(w[x], i), segment_code<kFormat>(w[x + 1], i), vd0 + n,
                                                 vd0 + n, vscale[x], vscale[x + 1], v_order);
               v[x] = y.x;
               v[x + 1] = y.y;
