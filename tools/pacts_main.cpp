@@ -81,7 +81,7 @@ bool dump_with_results(const pc::CaseData& c, const std::string& dir, pc::Backen
     }
   }
   pc::CaseData copy = c;
-  auto ref = pacts::reference::decode(copy.problem, copy.buffers());
+  auto ref = pacts::reference::decode(copy.problem, copy.buffers(), backend.profile().q_requant);
   if (ref.is_ok()) {
     extras.reference = &ref.value();
     extras.profile = &backend.profile();
@@ -149,7 +149,7 @@ int run_inputs(const RunArgs& args) {
   auto backend = open_backend(args.backend);
   if (!backend) return kExitUsage;
   pc::CaseData copy = c;
-  auto ref = pacts::reference::decode(copy.problem, copy.buffers());
+  auto ref = pacts::reference::decode(copy.problem, copy.buffers(), backend->profile().q_requant);
   if (!ref) {
     std::fprintf(stderr, "pacts: %s: the reference refuses these inputs: %s\n", args.inputs.c_str(),
                  ref.status().to_string().c_str());

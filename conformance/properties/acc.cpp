@@ -20,7 +20,7 @@ Outcome matches_reference(PropertyContext& ctx, const CaseSpec& spec) {
   if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const Observed got = observe(ctx.backend, c);
   if (auto o = run_failed(got, "PACTS-ACC-1")) return *o;
-  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c, ctx.backend));
 }
 
 // ACC-2: the LSE, requested on every case.
@@ -33,7 +33,7 @@ Outcome lse_matches_reference(PropertyContext& ctx, const CaseSpec& spec0) {
   if (auto o = run_failed(got, "PACTS-ACC-2")) return *o;
   // Judge the LSE only (ACC-1 judges the output): drop the output values from the comparison.
   got.out_values.clear();
-  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+  return within_tolerance(ctx.backend, c.problem, got, reference_answer(c, ctx.backend));
 }
 
 // ACC-3: a row with exactly one visible key and no sink outputs the RNE of that V row, bitwise

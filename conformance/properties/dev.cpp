@@ -113,7 +113,7 @@ Outcome others_unchanged(PropertyContext& ctx, const CaseData& clean_case, const
       if (!other(e / D)) masked.out_values[e] = clean.out_values[e];
     for (size_t r = 0; r < masked.lse_values.size(); ++r)
       if (!other(r)) masked.lse_values[r] = clean.lse_values[r];
-    Outcome o = within_tolerance(ctx.backend, p, masked, reference_answer(clean_case));
+    Outcome o = within_tolerance(ctx.backend, p, masked, reference_answer(clean_case, ctx.backend));
     if (o.failed()) o.detail = "another sequence changed: " + o.detail + " (bitwise not checked)";
     return o;
   }
@@ -152,7 +152,7 @@ std::optional<Outcome> boundary(PropertyContext& ctx, const CaseData& clean, int
     return Outcome::fail(where + "refused: " + got.run.status.to_string());
   if (got.run.device_error != 0)
     return Outcome::fail(where + "a valid context length set the error word " + hex(got.run.device_error));
-  Outcome o = within_tolerance(ctx.backend, p, got, reference_answer(c));
+  Outcome o = within_tolerance(ctx.backend, p, got, reference_answer(c, ctx.backend));
   if (o.failed()) {
     o.detail = where + o.detail;
     return o;
@@ -230,7 +230,7 @@ Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec& spec) {
   if (auto o = run_failed(got, "PACTS-DEV-2")) return with_where(*o, where);
   if (got.run.device_error != 0)
     return Outcome::fail(where + "device error word " + hex(got.run.device_error) + " on a valid case");
-  Outcome o = within_tolerance(ctx.backend, c.problem, got, reference_answer(c));
+  Outcome o = within_tolerance(ctx.backend, c.problem, got, reference_answer(c, ctx.backend));
   if (o.failed()) return with_where(o, where);
   o.detail = name;
   return o;

@@ -566,7 +566,7 @@ Outcome nan_propagates(PropertyContext& ctx, const CaseSpec& spec0) {
   const pacts_problem& p = c.problem;
   const Observed got = observe(ctx.backend, c, split_hint(spec));
   if (auto o = run_failed(got, "PACTS-EDGE-4")) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   const spec::NumericsProfile& prof = ctx.backend.profile();
   const size_t D = static_cast<size_t>(p.head_dim);
   const size_t rows_per_seq = static_cast<size_t>(p.q_len) * static_cast<size_t>(p.num_q_heads);
@@ -781,7 +781,7 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
     return Outcome::not_supported(std::string("not applicable: ") + extreme_name(x) +
                                   " cannot be placed in this case");
   if (auto o = unsupported(ctx.backend, c.problem)) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   if (auto why = outside_contract(c.problem, ref))
     return Outcome::not_supported(std::string(extreme_name(x)) +
                                   ": the case leaves the range contract, a generator defect: " + *why);
@@ -818,7 +818,7 @@ Outcome top_of_range_keys(PropertyContext& ctx, const CaseSpec& spec0) {
   p.k_scale = std::ldexp(1.0f, *e);
   p.q_scale = static_cast<float>(std::ldexp(product, -*e));
   if (auto o = unsupported(ctx.backend, p)) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   if (auto why = outside_contract(p, ref))
     return Outcome::not_supported("K at 2^" + std::to_string(*e) +
                                   ": the case leaves the range contract, a generator defect: " + *why);

@@ -78,7 +78,7 @@ Outcome determinism(PropertyContext& ctx, const CaseSpec& spec) {
 Outcome split_invariance(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
   if (auto o = unsupported(ctx.backend, c.problem)) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   const Observed base = observe(ctx.backend, c, PlanHint::partitions(1));
   if (auto o = run_failed(base, "PACTS-META-3")) return *o;
   double worst = 0;
@@ -154,7 +154,7 @@ Outcome compare_pair(PropertyContext& ctx, const CaseData& a, const CaseData& b,
   const Observed ra = observe(ctx.backend, a), rb = observe(ctx.backend, b);
   if (auto o = run_failed(ra, what)) return *o;
   if (auto o = run_failed(rb, what)) return *o;
-  Outcome o = within_two_bounds(ctx.backend, a.problem, ra, rb, reference_answer(a));
+  Outcome o = within_two_bounds(ctx.backend, a.problem, ra, rb, reference_answer(a, ctx.backend));
   if (o.failed()) o.detail = std::string(what) + ": " + o.detail;
   return o;
 }
@@ -244,7 +244,7 @@ Outcome causal_consistency(PropertyContext& ctx, const CaseSpec& spec) {
   if (p.batch == 0) return Outcome::pass();
   const Observed full = observe(ctx.backend, c);
   if (auto o = run_failed(full, "PACTS-META-7")) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   const size_t D = static_cast<size_t>(p.head_dim), H = static_cast<size_t>(p.num_q_heads);
   double worst = 0;
   for (int32_t i = 0; i < p.q_len; ++i) {

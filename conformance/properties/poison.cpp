@@ -228,7 +228,7 @@ Outcome compare_runs(PropertyContext& ctx, const CaseData& c, const Observed& ba
   const pacts_problem& p = c.problem;
   if (!ctx.backend.capabilities().deterministic || !same_plan(base.run.plan, got.run.plan)) {
     bitwise_skipped = true;
-    Outcome o = within_tolerance(ctx.backend, p, got, reference_answer(c));
+    Outcome o = within_tolerance(ctx.backend, p, got, reference_answer(c, ctx.backend));
     if (o.failed()) o.detail += " (bitwise not checked: not deterministic or another plan)";
     return o;
   }
@@ -574,7 +574,7 @@ Outcome invisible_partials_do_not_leak(PropertyContext& ctx, const CaseSpec& spe
   const Observed first = observe(ctx.backend, c, hint), second = observe(ctx.backend, c, hint);
   if (auto o = run_failed(first, "PACTS-POISON-6")) return *o;
   if (auto o = run_failed(second, "PACTS-POISON-6 (second run)")) return *o;
-  const reference::Output ref = reference_answer(c);
+  const reference::Output ref = reference_answer(c, ctx.backend);
   for (const Observed* o : {&first, &second}) {
     const Outcome v = within_tolerance(ctx.backend, c.problem, *o, ref);
     if (v.failed()) return v;

@@ -45,8 +45,14 @@ void store(void* base, pacts_format f, int64_t index, double x) {
 
 class ReferenceBackend final : public Backend {
  public:
-  ReferenceBackend() : caps_(Capabilities::everything()), profile_(spec::reference_profile()) {}
-  std::string name() const override { return "reference"; }
+  explicit ReferenceBackend(const spec::QueryRequantRule& q_requant = {})
+      : caps_(Capabilities::everything()), profile_(spec::reference_profile()) {
+    profile_.q_requant = q_requant;
+    if (q_requant.kind != spec::QueryRequant::kNone) profile_.name += "-requant";
+  }
+  std::string name() const override {
+    return profile_.q_requant.kind == spec::QueryRequant::kNone ? "reference" : "reference-requant";
+  }
   std::string device() const override { return "cpu (binary64)"; }
   const Capabilities& capabilities() const override { return caps_; }
   const spec::NumericsProfile& profile() const override { return profile_; }
@@ -54,7 +60,7 @@ class ReferenceBackend final : public Backend {
   RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint&) override {
     RunResult result;
     result.plan.variant = "reference";
-    auto answer = reference::decode(p, b);
+    auto answer = reference::decode(p, b, profile_.q_requant);
     if (!answer) {
       result.status = answer.status();
       return result;
@@ -150,6 +156,18 @@ std::vector<RunResult> Backend::run_many(std::span<const Job> jobs) {
 
 std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
 
+spec::QueryRequantRule fp8_kv_requant_rule() {
+  uint32_t formats = 0;
+  for (pacts_format f : {PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E4M3FNUZ, PACTS_FORMAT_E5M2,
+                         PACTS_FORMAT_E5M2FNUZ, PACTS_FORMAT_E2M1})
+    formats |= spec::format_bit(f);
+  return {spec::QueryRequant::kFp8RowPow2, formats};
+}
+
+std::unique_ptr<Backend> make_reference_backend(const spec::QueryRequantRule& q_requant) {
+  return std::make_unique<ReferenceBackend>(q_requant);
+}
+
 std::vector<std::string> backend_names() {
 #ifdef PACTS_HAVE_HIP_BACKEND
   return {"reference", "host", "hip"};
@@ -160,6 +178,7 @@ std::vector<std::string> backend_names() {
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "reference") return make_reference_backend();
+  if (name == "reference-requant") return make_reference_backend(fp8_kv_requant_rule());
   if (name == "host") return make_host_backend();
   // "lib:PATH": an external backend (pacts/backend_abi.h); a refusal is printed, as the hip
   // backend prints why it cannot open a device. "lib:PATH+fault" is left to the fault parsing.

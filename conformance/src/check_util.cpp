@@ -196,4 +196,10 @@ reference::Output reference_answer(const CaseData& c0) {
   return r.is_ok() ? std::move(r).value() : reference::Output{};
 }
 
+reference::Output reference_answer(const CaseData& c0, const Backend& backend) {
+  CaseData c = c0;
+  auto r = reference::decode(c.problem, c.buffers(), backend.profile().q_requant);
+  return r.is_ok() ? std::move(r).value() : reference::Output{};
+}
+
 }  // namespace pacts::conformance

@@ -65,12 +65,23 @@ json capabilities_json(const Capabilities& c) {
           {"max_element_offset", c.requirements.max_element_offset}};
 }
 
+// The KV formats a query requantisation rule applies to (spec/tolerance.md §2.1).
+std::vector<pacts_format> requant_formats(const spec::QueryRequantRule& rule) {
+  std::vector<pacts_format> formats;
+  for (int f = 0; f < 32; ++f)
+    if (spec::requantises(rule, static_cast<pacts_format>(f)))
+      formats.push_back(static_cast<pacts_format>(f));
+  return formats;
+}
+
 json profile_json(const spec::NumericsProfile& p) {
   return {{"name", p.name},         {"u_logit", p.u_logit},     {"u_q", p.u_q},
           {"u_p", p.u_p},           {"eta_p", p.eta_p},
           {"p_rounded_in_denominator", p.p_rounded_in_denominator},
           {"u_acc", p.u_acc},       {"u_partial", p.u_partial}, {"eps_exp", p.eps_exp},
-          {"eps_tanh", p.eps_tanh}, {"eps_log", p.eps_log},     {"ftz", p.ftz}};
+          {"eps_tanh", p.eps_tanh}, {"eps_log", p.eps_log},     {"ftz", p.ftz},
+          {"q_requant", {{"rule", std::string(spec::requant_name(p.q_requant.kind))},
+                         {"kv_formats", format_names(requant_formats(p.q_requant))}}}};
 }
 
 // The text of XML attribute values and character data.
@@ -239,7 +250,12 @@ std::string to_markdown(const Report& r) {
        << ratio_text(p.u_partial) << ", eps_exp " << ratio_text(p.eps_exp) << ", eps_tanh "
        << ratio_text(p.eps_tanh) << ", eps_log " << ratio_text(p.eps_log)
        << (p.p_rounded_in_denominator ? ", rounded P in the denominator" : "")
-       << (p.ftz ? ", flush to zero" : "") << " |\n\n";
+       << (p.ftz ? ", flush to zero" : "")
+       << (p.q_requant.kind == spec::QueryRequant::kNone
+               ? std::string()
+               : ", query requantised (" + std::string(spec::requant_name(p.q_requant.kind)) +
+                     ") for K " + joined(format_names(requant_formats(p.q_requant))))
+       << " |\n\n";
 
     md << "| property | name | level | verdict | mustpass | generated | worst error/bound | failing case files |\n";
     md << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";

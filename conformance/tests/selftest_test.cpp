@@ -304,6 +304,60 @@ TEST(SelfTestPlan, CleanReferencePassesEverything) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
+// spec/tolerance.md §2.1: a backend that requantises the query by the declared rule passes the
+// whole catalogue (the rule commutes with every transformation the properties apply), and the
+// accuracy properties bite when the declaration and the arithmetic disagree.
+TEST(SelfTestPlan, RequantisingReferencePassesEverything) {
+  auto backend = make_reference_backend(fp8_kv_requant_rule());
+  auto reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = kCases;
+  options.case_dir = case_dir("requant");
+  for (const Property& property : catalogue()) {
+    const PropertyStats stats = run_property(budgeted(property), *backend, *reference, options);
+    EXPECT_EQ(stats.failed, 0) << stats.id << " fails the requantising reference: " << stats.failure
+                               << (stats.minimal ? "\n  minimal case: " + describe(*stats.minimal) : "");
+  }
+}
+
+// `inner`'s arithmetic under another backend's declared profile.
+class DeclaredAs final : public Backend {
+ public:
+  DeclaredAs(std::unique_ptr<Backend> inner, const Backend& declared)
+      : inner_(std::move(inner)), profile_(declared.profile()) {}
+  std::string name() const override { return inner_->name() + "-declared-" + profile_.name; }
+  std::string device() const override { return inner_->device(); }
+  const Capabilities& capabilities() const override { return inner_->capabilities(); }
+  const spec::NumericsProfile& profile() const override { return profile_; }
+  RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint& h) override {
+    return inner_->run(p, b, h);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  spec::NumericsProfile profile_;
+};
+
+TEST(SelfTestPlan, RequantisationThatIsNotDeclaredOrNotDoneFailsAcc1) {
+  const Property* acc1 = find_property("PACTS-ACC-1");
+  ASSERT_NE(acc1, nullptr);
+  auto reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 200;
+  options.case_dir = case_dir("requant-faults");
+  const auto requantising = make_reference_backend(fp8_kv_requant_rule());
+  // Requantises but declares nothing; declares the rule but keeps the exact query.
+  DeclaredAs undeclared(make_reference_backend(fp8_kv_requant_rule()), *reference);
+  DeclaredAs not_done(make_reference_backend(), *requantising);
+  for (Backend* b : {static_cast<Backend*>(&undeclared), static_cast<Backend*>(&not_done)}) {
+    const PropertyStats stats = run_property(*acc1, *b, *reference, options);
+    EXPECT_GT(stats.failed, 0) << b->name() << ": PACTS-ACC-1 did not see the mismatch in "
+                               << stats.cases << " cases";
+  }
+}
+
 // run_property counts what the backend ran per KV format and per K/V layout pair (the release
 // note's per-format figures, ci/catalogue_summary.sh): every case that was not NotSupported once
 // in each map, and the generator's spread of formats visible in 60 cases.

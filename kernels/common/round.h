@@ -18,16 +18,19 @@ PACTS_COMMON_ABI_BEGIN
 // (bias 2^(kExpBits-1) - 1, Inf and NaN at the top exponent): the format's code. NaN gives the
 // canonical quiet NaN (sign dropped, spec/formats.md §4); zeros keep their sign; magnitudes up
 // to half the smallest subnormal round to zero (the tie goes to the even zero).
-template <int kExpBits, int kManBits>
+//
+// kIeeeTop false: a format without Inf whose top exponent holds finite values (e4m3fn, e4m3fnuz,
+// with bias kBias), for an x the caller has already brought within the largest finite magnitude
+// and checked not to be NaN (spec/tolerance.md §2.1's requantisation): no overflow test.
+template <int kExpBits, int kManBits, int kBias = (1 << (kExpBits - 1)) - 1, bool kIeeeTop = true>
 PACTS_HD inline uint32_t round_binary64(double x) {
-  constexpr int kBias = (1 << (kExpBits - 1)) - 1;
   constexpr uint32_t kExpAll = (1u << kExpBits) - 1;
   constexpr uint32_t kInfCode = kExpAll << kManBits;
   const uint64_t bits = bits_of(x);
   const uint32_t sign = static_cast<uint32_t>(bits >> 63) << (kExpBits + kManBits);
   const uint64_t magnitude = bits & 0x7FFFFFFFFFFFFFFFull;
   const int e64 = static_cast<int>(magnitude >> 52);
-  if (e64 == 0x7FF) {
+  if (kIeeeTop && e64 == 0x7FF) {
     if ((magnitude & 0xFFFFFFFFFFFFFull) != 0) return kInfCode | (1u << (kManBits - 1));  // NaN
     return sign | kInfCode;
   }
@@ -58,7 +61,7 @@ PACTS_HD inline uint32_t round_binary64(double x) {
   // into the next binade, and a subnormal that rounds up to 2^kManBits into the smallest normal.
   const uint64_t biased = exp < 1 - kBias ? 0 : static_cast<uint64_t>(target_exp + kBias - 1);
   const uint64_t code = exp < 1 - kBias ? q : (biased << kManBits) + q;
-  if (code >= kInfCode) return sign | kInfCode;  // overflow: non-saturating
+  if (kIeeeTop && code >= kInfCode) return sign | kInfCode;  // overflow: non-saturating
   return sign | static_cast<uint32_t>(code);
 }
 

@@ -162,13 +162,34 @@ std::vector<double> load_query(const pacts_problem& p, const pacts_view& q, int6
   return row;
 }
 
+// Q row (b, i, h) requantised by the declared rule (spec/tolerance.md §2.1), with q_scale and
+// softmax_scale folded in: decode(target, code_d) * 2^e, exact. It stands for softmax_scale * q.
+std::vector<double> load_requantized_query(const pacts_problem& p, const pacts_view& q, int64_t b,
+                                           int64_t i, int64_t h) {
+  const int64_t base = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head;
+  const bool wide = spec::element_bytes(p.q_format) == 2;
+  std::vector<float> folded(static_cast<size_t>(p.head_dim));
+  for (int64_t d = 0; d < p.head_dim; ++d) {
+    const uint32_t code = wide ? load<uint16_t>(q, base + d) : load<uint8_t>(q, base + d);
+    folded[static_cast<size_t>(d)] =
+        spec::fold_query_fp32(p.q_format, code, p.q_scale, p.softmax_scale);
+  }
+  const pacts_format target = spec::requant_target(p.kv_format);
+  const spec::RequantRow row = spec::requantize_row(folded, target);
+  std::vector<double> values(folded.size());
+  for (size_t d = 0; d < values.size(); ++d)
+    values[d] = spec::requantized_value(target, row.codes[d], row.exponent);
+  return values;
+}
+
 // One row: every visible key's logit, then the max-shifted softmax with the optional sink in the
 // denominator, P.V, LSE (sink excluded) and the bound statistics (spec/operator.md §5-§7).
-void decode_row(const pacts_problem& p, std::span<const double> q, const KeyBlock& keys,
-                KeySpan span, std::optional<double> sink, RowIndex at, Output& out) {
+// `softmax_scale` is the problem's, or 1 for a requantised query that holds it already.
+void decode_row(const pacts_problem& p, std::span<const double> q, double softmax_scale,
+                const KeyBlock& keys, KeySpan span, std::optional<double> sink, RowIndex at,
+                Output& out) {
   const auto n = static_cast<size_t>(span.size());
   const auto dims = static_cast<size_t>(p.head_dim);
-  const double softmax_scale = p.softmax_scale;
   const double softcap = p.softcap;
   std::vector<double> logits(n);
   double logit_max = 0.0, abs_dot_max = 0.0, key_max = -kInf;
@@ -253,7 +274,7 @@ void invalidate_sequence(const pacts_problem& p, int64_t b, uint32_t error, Outp
 }
 
 void decode_sequence(const pacts_problem& p, const pacts_buffers& buf, const Pools& pools,
-                     int64_t b, Output& out) {
+                     bool requantize, int64_t b, Output& out) {
   const int64_t ctx = load<int32_t>(buf.context_lens, b);
   if (ctx < 0 || ctx > int64_t{p.max_pages_per_seq} * p.page_size) {
     invalidate_sequence(p, b, PACTS_DEVERR_CONTEXT_LEN, out);
@@ -284,8 +305,13 @@ void decode_sequence(const pacts_problem& p, const pacts_buffers& buf, const Poo
       for (int64_t i = 0; i < p.q_len; ++i) {
         const KeySpan span = visible_keys(p, ctx, i);
         if (span.empty()) continue;
-        const std::vector<double> q = load_query(p, buf.q, b, i, h);
-        decode_row(p, q, block, span, sink, row_index(p, b, i, h), out);
+        if (requantize) {
+          const std::vector<double> q = load_requantized_query(p, buf.q, b, i, h);
+          decode_row(p, q, 1.0, block, span, sink, row_index(p, b, i, h), out);
+        } else {
+          const std::vector<double> q = load_query(p, buf.q, b, i, h);
+          decode_row(p, q, p.softmax_scale, block, span, sink, row_index(p, b, i, h), out);
+        }
       }
     }
   }
@@ -313,6 +339,11 @@ Output empty_output(const pacts_problem& p) {
 }  // namespace
 
 spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& buffers) {
+  return decode(problem, buffers, spec::QueryRequantRule{});
+}
+
+spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& buffers,
+                            const spec::QueryRequantRule& q_requant) {
   if (spec::Status status = spec::validate(problem, buffers); !status.is_ok()) return status;
   const Pools pools{
       detail::KvPool(problem, buffers.k, problem.k_layout, problem.k_scale_mode, buffers.k_scale,
@@ -320,7 +351,9 @@ spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& b
       detail::KvPool(problem, buffers.v, problem.v_layout, problem.v_scale_mode, buffers.v_scale,
                      problem.v_scale_layout, problem.v_scale)};
   Output out = empty_output(problem);
-  for (int64_t b = 0; b < problem.batch; ++b) decode_sequence(problem, buffers, pools, b, out);
+  const bool requantize = spec::requantises(q_requant, problem.kv_format);
+  for (int64_t b = 0; b < problem.batch; ++b)
+    decode_sequence(problem, buffers, pools, requantize, b, out);
   return out;
 }
 

@@ -107,8 +107,14 @@ class Backend {
 // The float64 reference as a backend: binary64 computation, output rounded once (RNE) to the
 // output format, LSE to fp32. Unsplit; deterministic.
 std::unique_ptr<Backend> make_reference_backend();
+// The reference as a backend that requantises the query by `q_requant` (spec/tolerance.md §2.1)
+// and declares it: what a requantising kernel must produce up to its own rounding
+// ("reference-requant" by name, with fp8_kv_requant_rule()).
+std::unique_ptr<Backend> make_reference_backend(const spec::QueryRequantRule& q_requant);
+// fp8-row-pow2 for every fp8 and e2m1 KV format.
+spec::QueryRequantRule fp8_kv_requant_rule();
 
-// Backends by name (what --backend accepts): "reference" today; the host, HIP and plugin
+// Backends by name (what --backend accepts): "reference" (and "reference-requant"); the host, HIP and plugin
 // backends register here as they land. nullptr for an unknown name.
 std::vector<std::string> backend_names();
 std::unique_ptr<Backend> make_backend(const std::string& name);

@@ -56,6 +56,9 @@ Outcome same_bits(const Observed& a, const Observed& b, const std::string& what)
 
 // The reference answer of a case (the case must be valid).
 reference::Output reference_answer(const CaseData& c);
+// The answer `backend` is judged against: the reference with the query requantisation its
+// numerics profile declares (spec/tolerance.md §2.1), the plain reference when it declares none.
+reference::Output reference_answer(const CaseData& c, const Backend& backend);
 
 // PACTS-ACC-4: whether an output value x (rounded to `format`) and its run with V scaled by 2^k
 // can be held to exact scaling: x finite, and x and 2^k x both of magnitude strictly above the

@@ -37,4 +37,11 @@ spec::BoundInputs bound_inputs(const Output& ref, size_t row, size_t element);
 // Buffers are host pointers. Returns the validator's refusal unchanged when it refuses.
 spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& buffers);
 
+// The same answer for a backend whose numerics profile requantises the query
+// (spec/tolerance.md §2.1): where `q_requant` applies to the problem's K format, every non-empty
+// row's query is replaced by its requantised values (softmax_scale and q_scale folded in, exact
+// in binary64) before the logits; everything else is as above.
+spec::Result<Output> decode(const pacts_problem& problem, const pacts_buffers& buffers,
+                            const spec::QueryRequantRule& q_requant);
+
 }  // namespace pacts::reference

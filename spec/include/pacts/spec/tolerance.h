@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pacts/problem.h>
+#include <pacts/spec/requant.h>
 
 #include <cstdint>
 #include <string>
@@ -24,6 +25,10 @@ struct NumericsProfile {
   double eps_tanh = 0;    // absolute error of tanh (soft-cap)
   double eps_log = 0;     // absolute error of log (LSE)
   bool ftz = false;       // subnormal inputs, intermediates or outputs may be flushed to zero
+  // spec/tolerance.md §2.1: the query requantisation the kernel applies, for the K formats it
+  // names. The reference applies the same rule bit for bit (reference::decode), so the
+  // requantised query is the problem's query and adds no tolerance term.
+  QueryRequantRule q_requant;
 };
 
 // The float64 reference itself: binary64 throughout, correctly rounded output.
