@@ -79,7 +79,7 @@ class DeviceView {
 class HipBackend final : public Backend {
  public:
   HipBackend(kernels::DeviceInfo device, int32_t ordinal)
-      : device_(std::move(device)), ordinal_(ordinal), profile_(kernels::hip::profile()) {
+      : device_(std::move(device)), ordinal_(ordinal), profile_(kernels::hip::profile(device_)) {
     // Every format, scale mode and layout of the spec (issue 6: fp8 and MXFP4 KV, fp8 Q,
     // x-packed K and dim-major V).
     const Capabilities all = Capabilities::everything();

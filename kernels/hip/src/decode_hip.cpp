@@ -228,6 +228,11 @@ spec::Result<DeviceInfo> device(int32_t ordinal) {
   info.multiprocessors = prop.multiProcessorCount;
   info.warp_size = gpu::kWarpSize;
   info.is_host = false;
+#if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
+  info.arch = prop.gcnArchName;
+#else
+  info.arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+#endif
   return info;
 }
 
@@ -268,7 +273,9 @@ spec::Requirements requirements() { return {}; }
 // CUDA-core kernel (src/kernel.h, AMD until an MFMA kernel exists): the host kernels' numerics,
 // with the device's libm: fp32 throughout (u_logit = u_p = u_acc = u_partial = 2^-24, u_q = 0),
 // the same eps_* and ftz.
-spec::NumericsProfile profile() {
+spec::NumericsProfile profile() { return profile(DeviceInfo{}); }
+
+spec::NumericsProfile profile(const DeviceInfo& device) {
   spec::NumericsProfile prof = spec::fp32_profile();
   prof.name = "hip-fp32";
   prof.u_q = 0;
@@ -292,6 +299,19 @@ spec::NumericsProfile profile() {
   // 16-term step (rounding or truncation, bf16 subnormal inputs kept or flushed) is not measured
   // (kernel_mfma.h, "Numerics").
   prof.name = "hip-mfma-bf16";
+  // The requantising Q.K paths (platform/matrix_amd_fp8.h qk_path) of this device's target: the
+  // query is requantised by spec/tolerance.md §2.1's rule for exactly those KV formats, and the
+  // reference applies it too. Their logits: exact products of the codes accumulated in fp32, one
+  // rounding of the combined factor's product (within u_logit); K is not rounded and Q' is the
+  // problem's query, so the declared u_q (bf16 operands) only loosens their bound.
+  prof.q_requant.kv_formats =
+      gpu::mfma::requant_kv_formats(gpu::mfma::amd_target_of(device.arch.c_str()));
+  if (prof.q_requant.kv_formats != 0) {
+    prof.q_requant.kind = spec::QueryRequant::kFp8RowPow2;
+    prof.name = "hip-mfma-bf16-fp8q";
+  }
+#else
+  (void)device;
 #endif
   return prof;
 }

@@ -46,7 +46,9 @@
 
 #include "src/kernel.h"
 
+#include "common/requant.h"
 #include "platform/matrix_amd.h"
+#include "platform/matrix_amd_fp8.h"
 
 namespace pacts::kernels::hip::detail {
 
@@ -154,11 +156,43 @@ __device__ inline void store8(uint16_t* dst, const uint4& w) {
 //   V: without kSplitV the bf16 codes as they are; with it the scaled fp32 values (split into
 //      bf16 parts when read, tiny ones apart).
 // Lane -> (slot, 8 dims from col): gpu::mfma::stage_chunk.
+// The requantising Q.K paths (matrix_amd_fp8.h qk_path) stage K as stored instead, in bytes:
+// K row `key` of the stage at byte 2 kStride key holds the key's codes (fp8: D bytes; e2m1: D / 2
+// bytes, the low nibble the even dim), then at byte D its fp32 scale (fp8: 1, the tensor's or
+// the token's) or its D / 32 e8m0 bytes (e2m1). An unowned slot gets zero codes and, by
+// selection, scale 0 or e8m0 byte 127: its scale is never loaded (spec/contract.md §5).
+template <int D>
+__device__ inline uint8_t* k_bytes(uint16_t* stage, int key) {
+  return reinterpret_cast<uint8_t*>(stage) + 2 * gpu::mfma::lds_stride(D) * key;
+}
+template <int D>
+__device__ inline const uint8_t* k_bytes(const uint16_t* stage, int key) {
+  return reinterpret_cast<const uint8_t*>(stage) + 2 * gpu::mfma::lds_stride(D) * key;
+}
+
+template <int D, pacts_format kFormat>
+__device__ inline void store_raw_k(uint16_t* stage, int slot, int col, bool own,
+                                   const Fetched8& f, pacts_nibble_order order) {
+  uint8_t* row = k_bytes<D>(stage, slot);
+  if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+    uint32_t w = own ? f.raw.x : 0u;
+    // The scaled MFMA reads the even dim from the low nibble.
+    if (order == PACTS_NIBBLE_HIGH_FIRST) w = ((w >> 4) & 0x0F0F0F0Fu) | ((w & 0x0F0F0F0Fu) << 4);
+    *reinterpret_cast<uint32_t*>(row + col / 2) = w;
+    if (col % 32 == 0) row[D + col / 32] = own ? f.mx : uint8_t{127};
+  } else {
+    *reinterpret_cast<uint64_t*>(row + col) = own ? join(f.raw.x, f.raw.y) : 0ull;
+    if (col == 0) *reinterpret_cast<float*>(row + D) = own ? f.scale : 0.0f;
+  }
+}
+
 template <int D, pacts_format kFormat, bool kSplitV>
 __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            int lane) {
   using S = MfmaShape<D, kSplitV>;
   static_assert(kSplitV || kFormat == PACTS_FORMAT_BF16);
+  constexpr bool kRawK =
+      gpu::mfma::qk_path(gpu::mfma::kDeviceTarget, kFormat) != gpu::mfma::QkPath::kBf16;
   const bool raw_k = kFormat == PACTS_FORMAT_BF16 && p.k.scale_mode == PACTS_SCALE_NONE;
   bool tiny = false;
 #pragma unroll 1
@@ -189,8 +223,9 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
       const gpu::mfma::KeyDim at = gpu::mfma::stage_chunk(lane, g0 + i, D);
       const int slot = at.key, col = at.d;
       uint16_t* kd = stage + gpu::mfma::tile_at(slot, col, D);
+      if constexpr (kRawK) store_raw_k<D, kFormat>(stage, slot, col, own[i], kf[i], p.k.nibble_order);
       if (!own[i]) {  // zeros of the kernel's own
-        store8(kd, make_uint4(0, 0, 0, 0));
+        if constexpr (!kRawK) store8(kd, make_uint4(0, 0, 0, 0));
         if constexpr (kSplitV) {
           float* vd = reinterpret_cast<float*>(stage + S::kVAt) + gpu::mfma::tile_at(slot, col, D);
           reinterpret_cast<float4*>(vd)[0] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -200,14 +235,16 @@ __device__ bool stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
         }
         continue;
       }
-      if (raw_k) {
-        store8(kd, kf[i].raw);
-      } else {  // decoded, scaled in fp32, rounded once to bf16
-        float x[8];
-        uint32_t w[4];
-        decode8<kFormat>(p.k, kf[i], col, x);
-        round_pairs<8>(x, w, false);
-        store8(kd, make_uint4(w[0], w[1], w[2], w[3]));
+      if constexpr (!kRawK) {  // (a raw K was stored above, as the pool holds it)
+        if (raw_k) {
+          store8(kd, kf[i].raw);
+        } else {  // decoded, scaled in fp32, rounded once to bf16
+          float x[8];
+          uint32_t w[4];
+          decode8<kFormat>(p.k, kf[i], col, x);
+          round_pairs<8>(x, w, false);
+          store8(kd, make_uint4(w[0], w[1], w[2], w[3]));
+        }
       }
       if constexpr (kSplitV) {
         float x[8];
@@ -279,38 +316,59 @@ split_kv_mfma_kernel(const Params p) {
     for (int e = 0; e < 2; ++e)
       x[e] = common::fold_query(load_q(p, at + e), p.q_scale, p.softmax_scale);
   };
-  // PACTS-EDGE-6 (kernel_mma.h): a Q~ row whose largest |value| is below 2^-100 is moved up by an
-  // exact power of two before the bf16 rounding, its logits down by the same factor after S.
+  // The Q.K path of this (target, format): matrix_amd_fp8.h's qk_path.
+  constexpr gpu::mfma::QkPath kQk = gpu::mfma::qk_path(gpu::mfma::kDeviceTarget, kFormat);
+  constexpr bool kRequant = kQk != gpu::mfma::QkPath::kBf16;
+  constexpr common::Fp8Target kTarget = common::requant_target(kFormat);
+  // bf16 path, PACTS-EDGE-6 (kernel_mma.h): a Q~ row whose largest |value| is below 2^-100 is
+  // moved up by an exact power of two before the bf16 rounding, its logits down by the same
+  // factor after S. Requantising paths: the row maximum and exponent e of spec/tolerance.md §2.1
+  // (common/requant.h), which move a tiny row up by themselves.
   __shared__ uint32_t row_max_bits[kMaxRows];
   __shared__ float row_up[kMaxRows];
+  __shared__ int row_e[kMaxRows];
   if (t < kMaxRows) row_max_bits[t] = 0u;
   __syncthreads();
+  const auto magnitude = [](float x) {
+    return kRequant ? common::requant_magnitude(x) : mf::float_bits(__builtin_fabsf(x));
+  };
   for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
     float x[2];
     q_pair(idx / (D / 2), 2 * (idx % (D / 2)), x);
-    mf::atomic_max_shared(&row_max_bits[idx / (D / 2)], mf::float_bits(__builtin_fabsf(x[0])));
-    mf::atomic_max_shared(&row_max_bits[idx / (D / 2)], mf::float_bits(__builtin_fabsf(x[1])));
+    mf::atomic_max_shared(&row_max_bits[idx / (D / 2)], magnitude(x[0]));
+    mf::atomic_max_shared(&row_max_bits[idx / (D / 2)], magnitude(x[1]));
   }
   __syncthreads();
   if (t < kMaxRows) {
     const float largest = mf::float_of(row_max_bits[t]);
     float up = 1.0f;
-    while (largest > 0.0f && largest * up < 0x1p-100f) up *= 0x1p8f;
+    while (!kRequant && largest > 0.0f && largest * up < 0x1p-100f) up *= 0x1p8f;
     if (PACTS_MUTANT(hip_q_rescale_dropped)) up = 1.0f;
     row_up[t] = up;
+    row_e[t] = kRequant ? common::requant_exponent(row_max_bits[t], kTarget) : 0;
   }
   __syncthreads();
   uint16_t* const q_smem = sm.q();
+  // Requantised Q' codes: row r's bytes at byte 2 kStride r (the bf16 tile's row starts).
+  uint8_t* const q8 = reinterpret_cast<uint8_t*>(q_smem);
   for (int idx = t; idx < kMaxRows * D / 2; idx += S::kThreads) {
     const int r = idx / (D / 2), d = 2 * (idx % (D / 2));
     float x[2];
     q_pair(r, d, x);
-    const float up = row_up[r];
-    *reinterpret_cast<uint32_t*>(&q_smem[mf::tile_at(r, d, D)]) =
-        mf::pack2(mf::bf16_rn_bits(mf::float_bits(x[0] * up)),
-                  mf::bf16_rn_bits(mf::float_bits(x[1] * up)));
+    if constexpr (kRequant) {
+      const int e = row_e[r];
+      q8[2 * S::kStride * r + d] = common::requant_code(x[0], e, kTarget);
+      q8[2 * S::kStride * r + d + 1] = common::requant_code(x[1], e, kTarget);
+    } else {
+      const float up = row_up[r];
+      *reinterpret_cast<uint32_t*>(&q_smem[mf::tile_at(r, d, D)]) =
+          mf::pack2(mf::bf16_rn_bits(mf::float_bits(x[0] * up)),
+                    mf::bf16_rn_bits(mf::float_bits(x[1] * up)));
+    }
   }
   const float logit_down = 1.0f / row_up[my_row];  // exact: a power of two
+  const int q_e = row_e[my_row];                    // requantising paths: Q' = codes * 2^q_e
+  const gpu::mfma::MxQueryScale mx_q = gpu::mfma::mx_query_scale(q_e);
   __syncthreads();
   // Q~ as the B operand of step kk of S^T = K Q~^T (registers 0..3: dims at.d .. at.d + 3):
   // loaded once into registers (D 64, 128) or per tile from LDS (D 256).
@@ -319,10 +377,38 @@ split_kv_mfma_kernel(const Params p) {
     const uint64_t* at64 = reinterpret_cast<const uint64_t*>(&q_smem[mf::tile_at(at.row, at.d, D)]);
     mfma_detail::split(*at64, w);
   };
-  uint32_t qb[S::kQInRegisters ? S::kKSteps : 1][2];
-  if constexpr (S::kQInRegisters) {
+  // The requantising paths' B operands: 8 Q' codes of step kk (fp8, one 8-byte read), or the 32
+  // of step kk of the scaled instruction (two stripes of 16 dims; dims past D are zeros).
+  const auto q8_fragment = [&](int kk) {
+    const mf::RowDim at = mf::qk8_b(lane, 0, kk);
+    return *reinterpret_cast<const uint64_t*>(q8 + 2 * S::kStride * at.row + at.d);
+  };
+  const auto qmx_fragment = [&](int kk, uint32_t (&w)[8]) {
 #pragma unroll
-    for (int kk = 0; kk < S::kKSteps; ++kk) q_fragment(kk, qb[kk]);
+    for (int stripe = 0; stripe < 2; ++stripe) {
+      const mf::RowDim at = mf::qkmx_b(lane, 16 * stripe, kk);
+      const uint32_t* src = reinterpret_cast<const uint32_t*>(q8 + 2 * S::kStride * at.row + at.d);
+#pragma unroll
+      for (int x = 0; x < 4; ++x) w[4 * stripe + x] = at.d < D ? src[x] : 0u;
+    }
+  };
+  constexpr int kQ8Steps = D / gpu::mfma::kK8;
+  constexpr int kMxSteps = (D + gpu::mfma::kKMx - 1) / gpu::mfma::kKMx;
+  constexpr int kQRegs = S::kQInRegisters ? 1 : 0;
+  uint32_t qb[kQRegs && !kRequant ? S::kKSteps : 1][2];
+  uint64_t qb8[kQRegs && kQk == gpu::mfma::QkPath::kFp8 ? kQ8Steps : 1];
+  uint32_t qbm[kQRegs && kQk == gpu::mfma::QkPath::kMxScaled ? kMxSteps : 1][8];
+  if constexpr (S::kQInRegisters) {
+    if constexpr (kQk == gpu::mfma::QkPath::kFp8) {
+#pragma unroll
+      for (int kk = 0; kk < kQ8Steps; ++kk) qb8[kk] = q8_fragment(kk);
+    } else if constexpr (kQk == gpu::mfma::QkPath::kMxScaled) {
+#pragma unroll
+      for (int kk = 0; kk < kMxSteps; ++kk) qmx_fragment(kk, qbm[kk]);
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < S::kKSteps; ++kk) q_fragment(kk, qb[kk]);
+    }
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
@@ -351,16 +437,66 @@ split_kv_mfma_kernel(const Params p) {
         mfma_detail::stage_tile<D, kFormat, kSplitV>(p, kv_head, entry, stage, lane);
     mf::wave_sync();  // the tile's stores are visible to the whole wave
 
-    // S^T = K Q~^T: one product per 16 dims; sc[r] = S[my_row][key s_c(lane, r).key].
+    // S^T = K Q~^T: one product per 16 dims; sc[r] = S[my_row][key s_c(lane, r).key]; then
+    // logit(r), the logit of that register (the C / D layout is the same for every path).
     float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if constexpr (kQk == gpu::mfma::QkPath::kFp8) {
+      // Raw K codes x Q' codes, exact products accumulated in fp32 (spec/contract.md §2.1 order 3).
 #pragma unroll
-    for (int kk = 0; kk < S::kKSteps; ++kk) {
-      const mf::KeyDim at = mf::qk_a(lane, 0, kk);  // registers 0..3: dims at.d .. at.d + 3
-      uint32_t ka[2];
-      mfma_detail::split(*reinterpret_cast<const uint64_t*>(kt + mf::tile_at(at.key, at.d, D)), ka);
-      if constexpr (!S::kQInRegisters) q_fragment(kk, qb[0]);
-      mf::mfma_16x16x16_bf16(sc, ka, qb[S::kQInRegisters ? kk : 0]);
+      for (int kk = 0; kk < kQ8Steps; ++kk) {
+        const mf::KeyDim at = mf::qk8_a(lane, 0, kk);  // bytes 0..7: dims at.d .. at.d + 7
+        const uint64_t ka = *reinterpret_cast<const uint64_t*>(mfma_detail::k_bytes<D>(kt, at.key) + at.d);
+        const uint64_t qv = S::kQInRegisters ? qb8[S::kQInRegisters ? kk : 0] : q8_fragment(kk);
+        mf::mfma_16x16x32_fp8<kFormat == PACTS_FORMAT_E5M2 || kFormat == PACTS_FORMAT_E5M2FNUZ>(sc, ka,
+                                                                                              qv);
+      }
+    } else if constexpr (kQk == gpu::mfma::QkPath::kMxScaled) {
+      // e2m1 K with its e8m0 bytes x Q' codes with 2^e as far as an e8m0 byte holds it.
+#pragma unroll
+      for (int kk = 0; kk < kMxSteps; ++kk) {
+        const mf::KeyDim at = mf::qkmx_a(lane, 0, kk);  // 32 dims at.d .. at.d + 31: one block
+        uint32_t ka[4] = {0u, 0u, 0u, 0u};
+        int scale_k = 127;
+        if (at.d < D) {
+          const uint8_t* row = mfma_detail::k_bytes<D>(kt, at.key);
+          const uint32_t* src = reinterpret_cast<const uint32_t*>(row + at.d / 2);
+#pragma unroll
+          for (int x = 0; x < 4; ++x) ka[x] = src[x];
+          scale_k = row[D + mf::qkmx_a_block(lane, kk)];
+        }
+        uint32_t qv[8];
+        if constexpr (S::kQInRegisters) {
+#pragma unroll
+          for (int x = 0; x < 8; ++x) qv[x] = qbm[S::kQInRegisters ? kk : 0][x];
+        } else {
+          qmx_fragment(kk, qv);
+        }
+        mf::mfma_scale_16x16x128_e2m1_e4m3(sc, ka, qv, scale_k, mx_q.byte);
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < S::kKSteps; ++kk) {
+        const mf::KeyDim at = mf::qk_a(lane, 0, kk);  // registers 0..3: dims at.d .. at.d + 3
+        uint32_t ka[2];
+        mfma_detail::split(*reinterpret_cast<const uint64_t*>(kt + mf::tile_at(at.key, at.d, D)), ka);
+        if constexpr (!S::kQInRegisters) q_fragment(kk, qb[0]);
+        mf::mfma_16x16x16_bf16(sc, ka, qb[S::kQInRegisters ? kk : 0]);
+      }
     }
+    const auto logit = [&](int r) -> float {
+      if constexpr (kQk == gpu::mfma::QkPath::kFp8) {
+        // The combined factor 2^q_e * (K scale), as significand and exponent: no fp32
+        // intermediate overflows whatever the size of Q (common/requant.h logit_factor).
+        const float k_scale =
+            *reinterpret_cast<const float*>(mfma_detail::k_bytes<D>(kt, mf::s_c(lane, r).key) + D);
+        const common::LogitFactor f = common::logit_factor(k_scale, q_e);
+        return __builtin_ldexpf(sc[r] * f.significand, f.exponent);
+      } else if constexpr (kQk == gpu::mfma::QkPath::kMxScaled) {
+        return __builtin_ldexpf(sc[r], mx_q.residual);
+      } else {
+        return sc[r] * logit_down;
+      }
+    };
     // Softmax step of the lane's row over its 4 keys; the row's other keys are in lane ^ 16,
     // lane ^ 32 and lane ^ 48.
     const int64_t t0 = tile * S::kKeys;
@@ -375,7 +511,7 @@ split_kv_mfma_kernel(const Params p) {
     for (int r = 0; r < 4; ++r) {
       const int key = mf::s_c(lane, r).key;
       in[r] = key >= ja && key < jb;
-      sv[r] = sc[r] * logit_down;
+      sv[r] = logit(r);
       if (in[r] && p.softcap > 0.0f) sv[r] = common::soft_cap(sv[r], p.softcap);
       if (in[r]) tile_max = common::max_finite(tile_max, sv[r]);
     }

@@ -26,6 +26,9 @@ struct DeviceInfo {
   int32_t multiprocessors = 1;
   int32_t warp_size = 32;
   bool is_host = true;
+  // The GPU's architecture: gcnArchName on AMD ("gfx942:sramecc+:xnack-"), "sm_XY" on NVIDIA,
+  // empty for the host. The HIP numerics profile depends on it on AMD (hip.h profile()).
+  std::string arch;
 };
 
 // The work split (spec/operator.md §11: for a fixed plan the output is bitwise reproducible).
