@@ -88,15 +88,17 @@ constexpr bool operator==(const RowKey& a, const RowKey& b) {
   return a.row == b.row && a.key == b.key;
 }
 
+// An A coordinate of S^T = K Q~^T (row: key, column: dim in the step) and a B coordinate (row:
+// dim in the step, column: query row) as tile coordinates, for a step that starts at dim `first`.
+PACTS_MFMA_HD constexpr KeyDim key_dim_of(Coord a, int first) { return {a.row, first + a.col}; }
+PACTS_MFMA_HD constexpr RowDim row_dim_of(Coord b, int first) { return {b.col, first + b.row}; }
 // The K element a lane feeds as register `reg` of A in step kk of S^T = K Q~^T.
 PACTS_MFMA_HD constexpr KeyDim qk_a(int lane, int reg, int kk) {
-  const Coord c = a_coord(lane, reg);
-  return {c.row, kK * kk + c.col};
+  return key_dim_of(a_coord(lane, reg), kK * kk);
 }
 // The Q~ element a lane feeds as register `reg` of B in step kk.
 PACTS_MFMA_HD constexpr RowDim qk_b(int lane, int reg, int kk) {
-  const Coord c = b_coord(lane, reg);
-  return {c.col, kK * kk + c.row};
+  return row_dim_of(b_coord(lane, reg), kK * kk);
 }
 // The logit S[row][key] a lane holds in register `reg` of the S^T accumulator.
 PACTS_MFMA_HD constexpr RowKey s_c(int lane, int reg) {

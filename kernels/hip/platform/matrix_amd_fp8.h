@@ -103,12 +103,10 @@ PACTS_MFMA_HD constexpr Coord fp8_b_coord(int lane, int byte) {
 // The K element byte `byte` of a lane's A in step kk, and the Q' element of its B: 8 consecutive
 // dims of one key / row (one 8-byte LDS read each).
 PACTS_MFMA_HD constexpr KeyDim qk8_a(int lane, int byte, int kk) {
-  const Coord c = fp8_a_coord(lane, byte);
-  return {c.row, kK8 * kk + c.col};
+  return key_dim_of(fp8_a_coord(lane, byte), kK8 * kk);
 }
 PACTS_MFMA_HD constexpr RowDim qk8_b(int lane, int byte, int kk) {
-  const Coord c = fp8_b_coord(lane, byte);
-  return {c.col, kK8 * kk + c.row};
+  return row_dim_of(fp8_b_coord(lane, byte), kK8 * kk);
 }
 
 // ---- 16x16x128 scaled: A = K (e2m1), B = Q'^T (e4m3fn), per 128 dims (kk) ----
@@ -120,12 +118,10 @@ PACTS_MFMA_HD constexpr Coord fp8_b_coord_128(int lane, int byte) {  // byte 0..
   return {16 * (lane / 16) + (byte & 15) + 64 * (byte >> 4), lane % 16};
 }
 PACTS_MFMA_HD constexpr KeyDim qkmx_a(int lane, int element, int kk) {
-  const Coord c = fp4_a_coord(lane, element);
-  return {c.row, kKMx * kk + c.col};
+  return key_dim_of(fp4_a_coord(lane, element), kKMx * kk);
 }
 PACTS_MFMA_HD constexpr RowDim qkmx_b(int lane, int byte, int kk) {
-  const Coord c = fp8_b_coord_128(lane, byte);
-  return {c.col, kKMx * kk + c.row};
+  return row_dim_of(fp8_b_coord_128(lane, byte), kKMx * kk);
 }
 // The MX block (of 32 dims) whose e8m0 byte lane `lane` supplies as A's scale in step kk.
 PACTS_MFMA_HD constexpr int qkmx_a_block(int lane, int kk) { return (kKMx * kk) / 32 + lane / 16; }

@@ -39,6 +39,22 @@
 // flushed, ftz = false and eta_p would be wrong for them). expf / tanhf / exp / log are ROCm's
 // (ocml), not CUDA's: the declared eps_* assume <= 2 ulp in fp32, 1 ulp in binary64.
 //
+// The requantising Q.K paths (platform/matrix_amd_fp8.h qk_path: by KV format and target, never
+// by guessing the bytes): gfx942 with e4m3fnuz / e5m2fnuz K and gfx950 with e4m3fn / e5m2 K take
+// v_mfma_f32_16x16x32_{fp8,bf8}_fp8; gfx950 with MXFP4 K takes the scaled
+// v_mfma_scale_f32_16x16x128_f8f6f4. There the query is requantised by spec/tolerance.md §2.1
+// (common/requant.h: per row, fold_query in fp32, the power-of-two exponent e, fp8 codes of the
+// KV family's e4m3) instead of rounded to bf16, and K is staged as the pool stores it (codes, then
+// the key's fp32 scale or its e8m0 bytes in the same LDS row). The logit is the raw product of
+// the codes, accumulated in fp32, times one combined factor (spec/contract.md §2.1 order 3): fp8,
+// ldexp(S * significand, exponent) of 2^e * K scale (logit_factor); MXFP4, the hardware applies
+// K's e8m0 bytes and the query's byte 127 + e (clamped to [0, 254]) to each 32-dim block, the
+// rest of 2^e follows with ldexp. The numerics profile declares the rule for exactly these
+// formats of the device's target (decode_hip.cpp). Not measured (no AMD GPU): the fp32
+// accumulation inside the fp8 instructions, and how the scaled one handles an e8m0 0xFF of an
+// owned block (OCP: NaN) and subnormal fp8 inputs; the declared u_logit 2^-22 assumes rounding or
+// truncation no worse than NVIDIA's tensor cores.
+//
 // Poison-proof by construction, as kernel_mma.h: a K/V slot is loaded only for an owned key of the
 // item, block-table entries, rows, per-token scales and e8m0 bytes are read for those keys only,
 // and every other slot of a stage is written with zeros by the kernel.

@@ -1,20 +1,25 @@
 // kernels/common's math run on the GPU (issue 5: "its unit tests also run on the GPU"): every code
 // of every format dequantised by a kernel, every e2m1 x e8m0 product, and the RNE output rounding
 // of sampled binary64 values, each compared on the host with the spec's codecs
-// (pacts::spec::decode / encode), bit for bit. Exit 0 pass, 1 fail, 77 no GPU (ctest: skipped).
+// (pacts::spec::decode / encode), bit for bit; and the query requantisation of
+// spec/tolerance.md §2.1 (common/requant.h: row exponent, codes, combined logit factor) on random
+// fp32 rows against pacts::spec::requantize_row. Exit 0 pass, 1 fail, 77 no GPU (ctest: skipped).
 #include "platform/gpu.h"
 
 #include "common/dequant.h"
+#include "common/requant.h"
 #include "common/round.h"
 #include "src/kernel.h"
 
 #include <pacts/spec/formats.h>
+#include <pacts/spec/requant.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace {
@@ -47,6 +52,23 @@ __global__ void round_kernel(const double* x, uint32_t n, uint32_t* bf16, uint32
   bf16[i] = round_to_bf16(x[i]);
   fp16[i] = round_to_fp16(x[i]);
   fp32[i] = round_to_fp32(x[i]);
+}
+
+// One row of 32 folded query values per thread: the rule's exponent and codes, as a kernel runs
+// them, plus the combined factor of the row's exponent with a per-row scale.
+__global__ void requant_kernel(const float* rows, const float* scales, uint32_t n_rows, int fnuz,
+                               int* exponent, uint8_t* codes, float* significand, int* factor_exp) {
+  const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= n_rows) return;
+  const Fp8Target t = requant_target(fnuz ? PACTS_FORMAT_E4M3FNUZ : PACTS_FORMAT_E4M3FN);
+  uint32_t a = 0;
+  for (int d = 0; d < 32; ++d) a = max(a, requant_magnitude(rows[32 * r + d]));
+  const int e = requant_exponent(a, t);
+  exponent[r] = e;
+  for (int d = 0; d < 32; ++d) codes[32 * r + d] = requant_code(rows[32 * r + d], e, t);
+  const LogitFactor f = logit_factor(scales[r], e);
+  significand[r] = f.significand;
+  factor_exp[r] = f.exponent;
 }
 
 bool same_float(float got, double want) {
@@ -174,6 +196,56 @@ int main() {
                       s[i] == want(PACTS_FORMAT_FP32, x[i]);
       if (!ok && failures++ < 10)
         std::printf("FAIL rounding of %.17g: GPU bf16 0x%x fp16 0x%x fp32 0x%x\n", x[i], b[i], h[i], s[i]);
+    }
+  }
+  for (int fnuz = 0; fnuz < 2; ++fnuz) {
+    // Rows of random fp32 bit patterns in a random binade window, NaNs and zeros among them.
+    std::mt19937_64 rng(20261201 + fnuz);
+    const uint32_t n_rows = 20000;
+    std::vector<float> rows(32 * n_rows), scales(n_rows);
+    for (uint32_t r = 0; r < n_rows; ++r) {
+      const uint32_t top = static_cast<uint32_t>(rng() % 255), spread = static_cast<uint32_t>(rng() % 48);
+      for (int d = 0; d < 32; ++d) {
+        const uint32_t e = top > spread ? top - static_cast<uint32_t>(rng() % (spread + 1)) : top;
+        uint32_t bits = (static_cast<uint32_t>(rng() & 1) << 31) | (e << 23) |
+                        (static_cast<uint32_t>(rng()) & 0x7FFFFFu);
+        if (rng() % 3 == 0) bits &= 0xFFF00000u | (1u << (rng() % 20));
+        if (rng() % 100 == 0) bits = 0x7FC00001u;
+        std::memcpy(&rows[32 * r + d], &bits, 4);
+      }
+      const uint32_t sbits = static_cast<uint32_t>(rng()) & 0x7F7FFFFFu;
+      std::memcpy(&scales[r], &sbits, 4);
+    }
+    float* d_rows = device_copy(rows);
+    float* d_scales = device_copy(scales);
+    int *d_e = nullptr, *d_fe = nullptr;
+    uint8_t* d_codes = nullptr;
+    float* d_sig = nullptr;
+    if (!d_rows || !d_scales || hipMalloc(reinterpret_cast<void**>(&d_e), n_rows * 4) != hipSuccess ||
+        hipMalloc(reinterpret_cast<void**>(&d_fe), n_rows * 4) != hipSuccess ||
+        hipMalloc(reinterpret_cast<void**>(&d_sig), n_rows * 4) != hipSuccess ||
+        hipMalloc(reinterpret_cast<void**>(&d_codes), 32 * n_rows) != hipSuccess)
+      return 1;
+    hipLaunchKernelGGL(requant_kernel, dim3((n_rows + 127) / 128), dim3(128), 0, nullptr, d_rows,
+                       d_scales, n_rows, fnuz, d_e, d_codes, d_sig, d_fe);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return 1;
+    const std::vector<int> e = host_copy(d_e, n_rows), fe = host_copy(d_fe, n_rows);
+    const std::vector<uint8_t> codes = host_copy(d_codes, 32 * n_rows);
+    const std::vector<float> sig = host_copy(d_sig, n_rows);
+    for (void* p : {static_cast<void*>(d_rows), static_cast<void*>(d_scales), static_cast<void*>(d_e),
+                    static_cast<void*>(d_fe), static_cast<void*>(d_sig), static_cast<void*>(d_codes)})
+      (void)hipFree(p);
+    const pacts_format target = fnuz ? PACTS_FORMAT_E4M3FNUZ : PACTS_FORMAT_E4M3FN;
+    for (uint32_t r = 0; r < n_rows; ++r, checked += 34) {
+      const pacts::spec::RequantRow want = pacts::spec::requantize_row(
+          std::span<const float>(rows.data() + 32 * r, 32), target);
+      bool ok = e[r] == want.exponent;
+      for (int d = 0; d < 32; ++d) ok = ok && codes[32 * r + d] == want.codes[static_cast<size_t>(d)];
+      ok = ok && std::ldexp(static_cast<double>(sig[r]), fe[r]) ==
+                     std::ldexp(static_cast<double>(scales[r]), want.exponent);
+      if (!ok && failures++ < 10)
+        std::printf("FAIL requantisation (%s) of row %u: GPU e %d, spec e %d\n",
+                    std::string(pacts::spec::format_name(target)).c_str(), r, e[r], want.exponent);
     }
   }
   std::printf("common_gpu_test: %lld values checked on the GPU against the spec codecs, %d failed\n",

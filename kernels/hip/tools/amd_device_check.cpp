@@ -5,7 +5,9 @@
 // Compile-checked only: nothing here has run on an AMD GPU. With -DPACTS_HIP_MFMA=1 (the CMake
 // target passes it) also every instantiation of the MFMA tile kernel (src/kernel_mfma.h) that the
 // dispatch launches (decode_hip.cpp launch_format): bf16 without a V scale as stored, and every
-// format with the split V.
+// format with the split V. Each target's pass compiles its own Q.K path per format
+// (platform/matrix_amd_fp8.h qk_path): on gfx942 the fnuz fp8 formats take the fp8 MFMA, on gfx950
+// the OCP fp8 formats the fp8 MFMA and MXFP4 the scaled MFMA; the rest the bf16 MFMA.
 #include "src/kernel.h"
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
 #include "src/kernel_mfma.h"
