@@ -30,14 +30,14 @@ float fold_query_fp32(pacts_format q_format, uint32_t code, float q_scale, float
   return scaled * softmax_scale;
 }
 
-RequantRow requantize_row(std::span<const float> folded, pacts_format target) {
+RequantRow requantize_row(const float* folded, size_t count, pacts_format target) {
   const FormatInfo* t = format_info(target);
   RequantRow row;
-  row.codes.resize(folded.size());
+  row.codes.resize(count);
   // Step 2: a = max |q~_d| over the elements that are not NaN.
   double a = 0;
-  for (float x : folded)
-    if (!std::isnan(x)) a = std::fmax(a, std::fabs(static_cast<double>(x)));
+  for (size_t d = 0; d < count; ++d)
+    if (!std::isnan(folded[d])) a = std::fmax(a, std::fabs(static_cast<double>(folded[d])));
   // Step 3: the smallest e with a * 2^-e <= max_finite(target); 0 for a zero or non-finite a.
   if (a > 0 && std::isfinite(a)) {
     row.exponent = std::ilogb(a) - std::ilogb(t->max_finite);
@@ -45,7 +45,7 @@ RequantRow requantize_row(std::span<const float> folded, pacts_format target) {
   }
   // Step 4: every element scaled exactly (binary64 holds q~_d * 2^-e) and rounded once, RNE.
   // |q~_d| * 2^-e <= max_finite, so saturation never acts on a finite element.
-  for (size_t d = 0; d < folded.size(); ++d)
+  for (size_t d = 0; d < count; ++d)
     row.codes[d] = static_cast<uint8_t>(
         encode(target, std::ldexp(static_cast<double>(folded[d]), -row.exponent), Overflow::kSaturate));
   return row;

@@ -6,7 +6,7 @@
 #include <pacts/problem.h>
 
 #include <cstdint>
-#include <span>
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -46,7 +46,10 @@ struct RequantRow {
   int exponent = 0;            // e: the row's requantised element d is decode(target, code_d) * 2^e
   std::vector<uint8_t> codes;  // RNE of q~_d * 2^-e in `target`; NaN gives the target's NaN code
 };
-RequantRow requantize_row(std::span<const float> folded, pacts_format target);
+RequantRow requantize_row(const float* folded, size_t count, pacts_format target);
+inline RequantRow requantize_row(const std::vector<float>& folded, pacts_format target) {
+  return requantize_row(folded.data(), folded.size(), target);
+}
 
 // The exact binary64 value of one requantised element: decode(target, code) * 2^exponent.
 double requantized_value(pacts_format target, uint8_t code, int exponent);
