@@ -116,7 +116,9 @@ typedef struct pacts_backend_capabilities {
 /* How the kernel rounds; mirrors pacts::spec::NumericsProfile (spec/tolerance.md §2), from which
  * the tolerance bound takes its constants. Every number is finite, >= 0 and < 1; booleans are 0
  * or 1. Declaring less error than the kernel has makes it fail PACTS-ACC-1; declaring more only
- * loosens its own bound, which the report shows. */
+ * loosens its own bound, which the report shows. Version 1 has no field for a query
+ * requantisation rule (spec/tolerance.md §2.1): a plugin is judged against the plain reference, so
+ * a kernel that requantises the query cannot be qualified through this ABI yet. */
 typedef struct pacts_backend_numerics {
   double u_logit;      /* unit roundoff of Q.K and of the logit arithmetic */
   double u_q;          /* relative rounding of the scaled query before Q.K (0: not rounded) */
