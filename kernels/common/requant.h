@@ -76,10 +76,14 @@ PACTS_HD inline double f64_pow2(int k) {
 }
 
 // code_d of the rule (step 4): q~ * 2^-e is exact in binary64 and at most max_finite(T) in
-// magnitude, rounded once to nearest even.
+// magnitude, rounded once to nearest even. Beyond it (only in a row whose maximum is infinite, e
+// = 0: outside the contract) the code saturates, as spec::requantize_row's encode does.
 PACTS_HD inline uint8_t requant_code(float folded, int e, Fp8Target t) {
   if ((bits_of(folded) & 0x7FFFFFFFu) > 0x7F800000u) return t.nan_code;
   const double scaled = static_cast<double>(folded) * f64_pow2(-e);
+  const double max = t.fnuz ? 240.0 : 448.0;
+  if (scaled > max || scaled < -max)  // the largest finite code, with the sign
+    return static_cast<uint8_t>((scaled < 0 ? 0x80u : 0u) | (t.fnuz ? 0x7Fu : 0x7Eu));
   const uint32_t code = t.fnuz ? round_binary64<4, 3, 8, false>(scaled)
                                : round_binary64<4, 3, 7, false>(scaled);
   // fnuz has no -0: its 0x80 is the NaN, so a negative value that rounds to zero is +0.

@@ -92,6 +92,11 @@ inline AmdTarget amd_target_of(const char* gcn_arch) {
 }
 
 // ---- 16x16x32 fp8: S^T = K Q'^T per 32 dims (kk), A = K (keys x dims), B = Q'^T ----
+// A is read as bf8 (e5m2 of the target's family) for e5m2 / e5m2fnuz K, else as fp8 (e4m3); B,
+// the requantised query, is always fp8.
+PACTS_MFMA_HD constexpr bool k_operand_is_bf8(pacts_format kv) {
+  return kv == PACTS_FORMAT_E5M2 || kv == PACTS_FORMAT_E5M2FNUZ;
+}
 inline constexpr int kK8 = 32;
 inline constexpr int kBytes8 = 8;  // operand bytes per lane
 PACTS_MFMA_HD constexpr Coord fp8_a_coord(int lane, int byte) {

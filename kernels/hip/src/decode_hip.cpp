@@ -273,8 +273,6 @@ spec::Requirements requirements() { return {}; }
 // CUDA-core kernel (src/kernel.h, AMD until an MFMA kernel exists): the host kernels' numerics,
 // with the device's libm: fp32 throughout (u_logit = u_p = u_acc = u_partial = 2^-24, u_q = 0),
 // the same eps_* and ftz.
-spec::NumericsProfile profile() { return profile(DeviceInfo{}); }
-
 spec::NumericsProfile profile(const DeviceInfo& device) {
   spec::NumericsProfile prof = spec::fp32_profile();
   prof.name = "hip-fp32";

@@ -175,8 +175,9 @@ __device__ inline void store8(uint16_t* dst, const uint4& w) {
 // The requantising Q.K paths (matrix_amd_fp8.h qk_path) stage K as stored instead, in bytes:
 // K row `key` of the stage at byte 2 kStride key holds the key's codes (fp8: D bytes; e2m1: D / 2
 // bytes, the low nibble the even dim), then at byte D its fp32 scale (fp8: 1, the tensor's or
-// the token's) or its D / 32 e8m0 bytes (e2m1). An unowned slot gets zero codes and, by
-// selection, scale 0 or e8m0 byte 127: its scale is never loaded (spec/contract.md §5).
+// the token's) as common::logit_factor's significand (fp32) and exponent (int32), computed once
+// per key here, or its D / 32 e8m0 bytes (e2m1). An unowned slot gets zero codes and, by
+// selection, factor 0 or e8m0 byte 127: its scale is never loaded (spec/contract.md §5).
 template <int D>
 __device__ inline uint8_t* k_bytes(uint16_t* stage, int key) {
   return reinterpret_cast<uint8_t*>(stage) + 2 * gpu::mfma::lds_stride(D) * key;
@@ -198,7 +199,11 @@ __device__ inline void store_raw_k(uint16_t* stage, int slot, int col, bool own,
     if (col % 32 == 0) row[D + col / 32] = own ? f.mx : uint8_t{127};
   } else {
     *reinterpret_cast<uint64_t*>(row + col) = own ? join(f.raw.x, f.raw.y) : 0ull;
-    if (col == 0) *reinterpret_cast<float*>(row + D) = own ? f.scale : 0.0f;
+    if (col == 0) {  // the key's scale as significand and exponent (common::logit_factor)
+      const common::LogitFactor k = own ? common::logit_factor(f.scale, 0) : common::LogitFactor{0.0f, 0};
+      *reinterpret_cast<float*>(row + D) = k.significand;
+      *reinterpret_cast<int*>(row + D + 4) = k.exponent;
+    }
   }
 }
 
@@ -463,8 +468,7 @@ split_kv_mfma_kernel(const Params p) {
         const mf::KeyDim at = mf::qk8_a(lane, 0, kk);  // bytes 0..7: dims at.d .. at.d + 7
         const uint64_t ka = *reinterpret_cast<const uint64_t*>(mfma_detail::k_bytes<D>(kt, at.key) + at.d);
         const uint64_t qv = S::kQInRegisters ? qb8[S::kQInRegisters ? kk : 0] : q8_fragment(kk);
-        mf::mfma_16x16x32_fp8<kFormat == PACTS_FORMAT_E5M2 || kFormat == PACTS_FORMAT_E5M2FNUZ>(sc, ka,
-                                                                                              qv);
+        mf::mfma_16x16x32_fp8<mf::k_operand_is_bf8(kFormat)>(sc, ka, qv);
       }
     } else if constexpr (kQk == gpu::mfma::QkPath::kMxScaled) {
       // e2m1 K with its e8m0 bytes x Q' codes with 2^e as far as an e8m0 byte holds it.
@@ -503,10 +507,10 @@ split_kv_mfma_kernel(const Params p) {
       if constexpr (kQk == gpu::mfma::QkPath::kFp8) {
         // The combined factor 2^q_e * (K scale), as significand and exponent: no fp32
         // intermediate overflows whatever the size of Q (common/requant.h logit_factor).
-        const float k_scale =
-            *reinterpret_cast<const float*>(mfma_detail::k_bytes<D>(kt, mf::s_c(lane, r).key) + D);
-        const common::LogitFactor f = common::logit_factor(k_scale, q_e);
-        return __builtin_ldexpf(sc[r] * f.significand, f.exponent);
+        const uint8_t* row = mfma_detail::k_bytes<D>(kt, mf::s_c(lane, r).key);
+        const float significand = *reinterpret_cast<const float*>(row + D);
+        const int exponent = *reinterpret_cast<const int*>(row + D + 4);
+        return __builtin_ldexpf(sc[r] * significand, exponent + q_e);
       } else if constexpr (kQk == gpu::mfma::QkPath::kMxScaled) {
         return __builtin_ldexpf(sc[r], mx_q.residual);
       } else {

@@ -46,6 +46,9 @@ enum class Fault {
   kMxScaleNextBlock,     // K's e8m0 byte of the next block
   kMxResidualDropped,    // 2^e beyond the e8m0 range not applied afterwards
   kFactorWithoutScale,   // the combined factor without the K scale
+  kBf8Swapped,           // e4m3 K read by the bf8 instruction and e5m2 K by the fp8 one
+  kMxNoPadding,          // the scaled instruction's Q' stripes past D read (D 64)
+  kNibbleNotSwapped,     // a HIGH_FIRST e2m1 pool staged without the nibble swap
 };
 
 // ---- The instructions, from the documentation only ----
@@ -53,7 +56,8 @@ struct Acc {
   double v[kLanes][4] = {};
 };
 
-// 16x16x32 fp8: a[l][r], b[l][r] are byte r of lane l's operand, decoded.
+// 16x16x32 fp8: a[l][r], b[l][r] are byte r of lane l's operand, decoded by the caller as the
+// instruction named reads them (fp8_fp8: e4m3; bf8_fp8: A e5m2; of the target's family).
 void emulate_16x16x32(Acc& c, const double (&a)[kLanes][8], const double (&b)[kLanes][8]) {
   double A[16][32] = {}, B[32][16] = {};
   for (int l = 0; l < kLanes; ++l)
@@ -107,6 +111,7 @@ struct Tile {
   std::vector<int> e;              // [row] the rows' exponents
   std::vector<uint8_t> stage;      // the K stage, 16 rows of 2 (D + 4) bytes
   std::vector<uint8_t> q_lds;      // the Q' rows, 16 rows of 2 (D + 4) bytes
+  std::vector<bool> own;           // [key] owned slot (else the kernel's zeros)
   int row_bytes() const { return 2 * mf::lds_stride(D); }
 };
 
@@ -115,11 +120,14 @@ uint8_t pack_e2m1(uint8_t even, uint8_t odd, pacts_nibble_order order) {
                                          : static_cast<uint8_t>(odd | (even << 4));
 }
 
-// Mirrors kernel_mfma.h's store_raw_k (for every chunk of 8 dims of every key) and the Q' stores.
-void stage_tile(Tile& t) {
+// Mirrors kernel_mfma.h's store_raw_k (for every chunk of 8 dims of every key, unowned slots
+// included) and the Q' stores.
+void stage_tile(Tile& t, Fault fault = Fault::kNone) {
   const int rb = t.row_bytes();
   t.stage.assign(static_cast<size_t>(16 * rb), 0xEE);
-  t.q_lds.assign(static_cast<size_t>(16 * rb), 0xEE);
+  // Bytes the kernel never writes: a NaN code (e4m3fn 0x7F), as uninitialised LDS may hold, so
+  // a read of them reaches the result even where the other operand is 0 (0 * NaN).
+  t.q_lds.assign(static_cast<size_t>(16 * rb), 0x7F);
   for (int key = 0; key < 16; ++key) {
     uint8_t* row = t.stage.data() + key * rb;
     for (int col = 0; col < t.D; col += 8) {
@@ -128,14 +136,20 @@ void stage_tile(Tile& t) {
         for (int j = 0; j < 4; ++j)
           pool[j] = pack_e2m1(t.codes[key * t.D + col + 2 * j], t.codes[key * t.D + col + 2 * j + 1],
                               t.order);
-        uint32_t w;
-        std::memcpy(&w, pool, 4);
-        if (t.order == PACTS_NIBBLE_HIGH_FIRST) w = ((w >> 4) & 0x0F0F0F0Fu) | ((w & 0x0F0F0F0Fu) << 4);
+        uint32_t w = 0;
+        if (t.own[key]) std::memcpy(&w, pool, 4);
+        if (t.order == PACTS_NIBBLE_HIGH_FIRST && fault != Fault::kNibbleNotSwapped)
+          w = ((w >> 4) & 0x0F0F0F0Fu) | ((w & 0x0F0F0F0Fu) << 4);
         std::memcpy(row + col / 2, &w, 4);
-        if (col % 32 == 0) row[t.D + col / 32] = t.mx[key * (t.D / 32) + col / 32];
+        if (col % 32 == 0) row[t.D + col / 32] = t.own[key] ? t.mx[key * (t.D / 32) + col / 32] : 127;
       } else {
-        for (int x = 0; x < 8; ++x) row[col + x] = t.codes[key * t.D + col + x];
-        if (col == 0) std::memcpy(row + t.D, &t.scale[key], 4);
+        for (int x = 0; x < 8; ++x) row[col + x] = t.own[key] ? t.codes[key * t.D + col + x] : 0;
+        if (col == 0) {
+          const common::LogitFactor f =
+              t.own[key] ? common::logit_factor(t.scale[key], 0) : common::LogitFactor{0.0f, 0};
+          std::memcpy(row + t.D, &f.significand, 4);
+          std::memcpy(row + t.D + 4, &f.exponent, 4);
+        }
       }
     }
   }
@@ -150,6 +164,12 @@ std::vector<std::array<float, 4>> kernel_logits(const Tile& t, Fault fault) {
                                   ? PACTS_FORMAT_E4M3FNUZ
                                   : PACTS_FORMAT_E4M3FN;
   Acc acc;
+  const bool fnuz = target == PACTS_FORMAT_E4M3FNUZ;
+  bool bf8 = mf::k_operand_is_bf8(t.kv);
+  if (fault == Fault::kBf8Swapped) bf8 = !bf8;
+  // How the named instruction reads A's bytes.
+  const pacts_format a_format = bf8 ? (fnuz ? PACTS_FORMAT_E5M2FNUZ : PACTS_FORMAT_E5M2)
+                                    : (fnuz ? PACTS_FORMAT_E4M3FNUZ : PACTS_FORMAT_E4M3FN);
   if (t.kv != PACTS_FORMAT_E2M1) {
     for (int kk = 0; kk < D / mf::kK8; ++kk) {
       double a[kLanes][8], b[kLanes][8];
@@ -158,7 +178,7 @@ std::vector<std::array<float, 4>> kernel_logits(const Tile& t, Fault fault) {
         mf::RowDim qb = mf::qk8_b(l, 0, kk);
         if (fault == Fault::kFp8BFromBf16Layout) qb = {qb.row, mf::kK8 * kk + 4 * (l / 16)};
         for (int r = 0; r < 8; ++r) {
-          a[l][r] = decode(t.kv, t.stage[ka.key * rb + ka.d + r]);
+          a[l][r] = decode(a_format, t.stage[ka.key * rb + ka.d + r]);
           b[l][r] = decode(target, t.q_lds[qb.row * rb + qb.d + r]);
         }
       }
@@ -182,7 +202,8 @@ std::vector<std::array<float, 4>> kernel_logits(const Tile& t, Fault fault) {
           mf::RowDim qb = mf::qkmx_b(l, 16 * stripe, kk);
           if (fault == Fault::kMxBContiguous) qb = {row, 128 * kk + 32 * (l / 16) + 16 * stripe};
           for (int x = 0; x < 16; ++x)
-            b[l][16 * stripe + x] = qb.d < D ? t.q_lds[qb.row * rb + qb.d + x] : 0;
+            b[l][16 * stripe + x] =
+                qb.d < D || fault == Fault::kMxNoPadding ? t.q_lds[qb.row * rb + qb.d + x] : 0;
         }
         sb[l] = mf::mx_query_scale(t.e[row]).byte;
       }
@@ -199,11 +220,12 @@ std::vector<std::array<float, 4>> kernel_logits(const Tile& t, Fault fault) {
         const int residual = fault == Fault::kMxResidualDropped ? 0 : mf::mx_query_scale(e).residual;
         out[l][r] = std::ldexp(sc, residual);
       } else {
-        float k_scale;
-        std::memcpy(&k_scale, &t.stage[rk.key * rb + D], 4);
-        if (fault == Fault::kFactorWithoutScale) k_scale = 1.0f;
-        const common::LogitFactor f = common::logit_factor(k_scale, e);
-        out[l][r] = std::ldexp(sc * f.significand, f.exponent);
+        float significand;
+        int exponent;
+        std::memcpy(&significand, &t.stage[rk.key * rb + D], 4);
+        std::memcpy(&exponent, &t.stage[rk.key * rb + D + 4], 4);
+        if (fault == Fault::kFactorWithoutScale && significand != 0) significand = 1.0f, exponent = 0;
+        out[l][r] = std::ldexp(sc * significand, exponent + e);
       }
     }
   return out;
@@ -218,6 +240,7 @@ Truth scalar_logit(const Tile& t, int row, int key) {
                                   ? PACTS_FORMAT_E4M3FNUZ
                                   : PACTS_FORMAT_E4M3FN;
   Truth tr{0, 0};
+  if (!t.own[key]) return tr;  // the kernel's zeros: the logit is exactly 0 (then masked)
   for (int d = 0; d < t.D; ++d) {
     const double q = std::ldexp(decode(target, t.q[row * t.D + d]), t.e[row]);
     double k = decode(t.kv, t.codes[key * t.D + d]);
@@ -236,7 +259,8 @@ uint8_t random_finite_code(std::mt19937_64& rng, pacts_format f) {
   }
 }
 
-Tile random_tile(std::mt19937_64& rng, pacts_format kv, int D, pacts_nibble_order order) {
+Tile random_tile(std::mt19937_64& rng, pacts_format kv, int D, pacts_nibble_order order,
+                 Fault fault = Fault::kNone) {
   Tile t;
   t.D = D;
   t.kv = kv;
@@ -258,8 +282,9 @@ Tile random_tile(std::mt19937_64& rng, pacts_format kv, int D, pacts_nibble_orde
                                      : std::ldexp(1.0f + static_cast<float>(rng() % 128) / 128.0f,
                                                   scale_exp));
     for (int b = 0; b < D / 32; ++b) t.mx.push_back(static_cast<uint8_t>(60 + rng() % 120));
+    t.own.push_back(rng() % 5 != 0);  // unowned slots among them
   }
-  stage_tile(t);
+  stage_tile(t, fault);
   return t;
 }
 
@@ -271,8 +296,11 @@ bool matches(const Tile& t, Fault fault, std::string* why) {
     for (int r = 0; r < 4; ++r) {
       const mf::RowKey rk = mf::s_c(l, r);
       const Truth tr = scalar_logit(t, rk.row, rk.key);
-      const double tol = 0x1p-20 * tr.abs + 0x1p-140;
-      if (!(std::fabs(got[l][r] - tr.s) <= tol)) {
+      // fp32 accumulation of exact products, two roundings: relative 2^-20 is ample; below
+      // fp32's normal range the absolute floor of its subnormal spacing.
+      const double tol = 0x1p-20 * tr.abs + 0x1p-148;
+      const bool exact_zero = !t.own[rk.key];
+      if (exact_zero ? got[l][r] != 0.0f : !(std::fabs(got[l][r] - tr.s) <= tol)) {
         if (why)
           *why = "row " + std::to_string(rk.row) + " key " + std::to_string(rk.key) + ": kernel " +
                  std::to_string(got[l][r]) + ", scalar " + std::to_string(tr.s) + " (e " +
@@ -310,21 +338,27 @@ TEST(MfmaFp8, EveryPlantedFaultIsCaught) {
   struct Plant {
     Fault fault;
     pacts_format kv;
+    pacts_nibble_order order;
     const char* name;
   };
+  const pacts_nibble_order low = PACTS_NIBBLE_LOW_FIRST;
   const Plant plants[] = {
-      {Fault::kFp8BFromBf16Layout, PACTS_FORMAT_E4M3FNUZ, "fp8 B in the bf16 layout"},
-      {Fault::kMxBContiguous, PACTS_FORMAT_E2M1, "scaled B in the fp4 order"},
-      {Fault::kMxScaleNextBlock, PACTS_FORMAT_E2M1, "K scale of the next block"},
-      {Fault::kMxResidualDropped, PACTS_FORMAT_E2M1, "residual of 2^e dropped"},
-      {Fault::kFactorWithoutScale, PACTS_FORMAT_E5M2, "factor without the K scale"},
+      {Fault::kFp8BFromBf16Layout, PACTS_FORMAT_E4M3FNUZ, low, "fp8 B in the bf16 layout"},
+      {Fault::kMxBContiguous, PACTS_FORMAT_E2M1, low, "scaled B in the fp4 order"},
+      {Fault::kMxScaleNextBlock, PACTS_FORMAT_E2M1, low, "K scale of the next block"},
+      {Fault::kMxResidualDropped, PACTS_FORMAT_E2M1, low, "residual of 2^e dropped"},
+      {Fault::kFactorWithoutScale, PACTS_FORMAT_E5M2, low, "factor without the K scale"},
+      {Fault::kBf8Swapped, PACTS_FORMAT_E5M2FNUZ, low, "e5m2 K read by the fp8 instruction"},
+      {Fault::kBf8Swapped, PACTS_FORMAT_E4M3FN, low, "e4m3 K read by the bf8 instruction"},
+      {Fault::kMxNoPadding, PACTS_FORMAT_E2M1, low, "Q' past D read at D 64"},
+      {Fault::kNibbleNotSwapped, PACTS_FORMAT_E2M1, PACTS_NIBBLE_HIGH_FIRST, "nibbles not swapped"},
   };
   for (const Plant& p : plants) {
     std::mt19937_64 rng(99);
     bool caught = false;
     for (int D : {64, 128, 256})
       for (int n = 0; n < 3 && !caught; ++n) {
-        Tile t = random_tile(rng, p.kv, D, PACTS_NIBBLE_LOW_FIRST);
+        Tile t = random_tile(rng, p.kv, D, p.order, p.fault);
         if (p.fault == Fault::kMxResidualDropped) t.e[0] = -150;  // beyond the byte's range
         caught = !matches(t, p.fault, nullptr);
       }

@@ -26,7 +26,6 @@ spec::Requirements requirements();
 // On AMD they depend on the device's architecture (DeviceInfo::arch): gfx942 and gfx950 requantise
 // the query for the KV formats their fp8 matrix instructions read (spec/tolerance.md §2.1).
 spec::NumericsProfile profile(const DeviceInfo& device);
-spec::NumericsProfile profile();  // profile(DeviceInfo{}): no architecture, no requantisation
 
 // The work split (pacts/decode.h Plan) for this device: same meaning and arguments as
 // pacts::kernels::plan(); the tile and row tile are the GPU kernels'. Host only.
