@@ -214,6 +214,12 @@ namespace pacts::gpu::mfma {
 typedef short bf16x4_t __attribute__((ext_vector_type(4)));
 typedef float f32x4_t __attribute__((ext_vector_type(4)));
 
+// An accumulator's 4 registers as the builtins' vector and back.
+__device__ inline f32x4_t acc_vector(const float (&c)[4]) { return {c[0], c[1], c[2], c[3]}; }
+__device__ inline void store_acc(f32x4_t v, float (&c)[4]) {
+  for (int x = 0; x < 4; ++x) c[x] = v[x];
+}
+
 // c += A B: a[0] holds A registers 0 (low half) and 1, a[1] registers 2 and 3; b likewise.
 // Device code for gfx942 / gfx950 only (the host pass of a HIP build never runs it).
 __device__ inline void mfma_16x16x16_bf16(float (&c)[4], const uint32_t (&a)[2],
@@ -224,12 +230,7 @@ __device__ inline void mfma_16x16x16_bf16(float (&c)[4], const uint32_t (&a)[2],
   };
   const bf16x4_t av = __builtin_bit_cast(bf16x4_t, Pair{a[0], a[1]});
   const bf16x4_t bv = __builtin_bit_cast(bf16x4_t, Pair{b[0], b[1]});
-  f32x4_t cv = {c[0], c[1], c[2], c[3]};
-  cv = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av, bv, cv, 0, 0, 0);
-  c[0] = cv[0];
-  c[1] = cv[1];
-  c[2] = cv[2];
-  c[3] = cv[3];
+  store_acc(__builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av, bv, acc_vector(c), 0, 0, 0), c);
 #elif defined(__HIP_DEVICE_COMPILE__)
   (void)c, (void)a, (void)b;
   __builtin_trap();  // no MFMA on this target (PACTS_HIP_MFMA refuses it above)

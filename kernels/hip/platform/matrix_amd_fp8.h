@@ -176,16 +176,11 @@ typedef int i32x8_t __attribute__((ext_vector_type(8)));
 template <bool kKIsE5m2>
 __device__ inline void mfma_16x16x32_fp8(float (&c)[4], uint64_t a, uint64_t b) {
 #if defined(__HIP_DEVICE_COMPILE__) && (defined(__gfx942__) || defined(__gfx950__))
-  f32x4_t cv = {c[0], c[1], c[2], c[3]};
   const long av = static_cast<long>(a), bv = static_cast<long>(b);
   if constexpr (kKIsE5m2)
-    cv = __builtin_amdgcn_mfma_f32_16x16x32_bf8_fp8(av, bv, cv, 0, 0, 0);
+    store_acc(__builtin_amdgcn_mfma_f32_16x16x32_bf8_fp8(av, bv, acc_vector(c), 0, 0, 0), c);
   else
-    cv = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(av, bv, cv, 0, 0, 0);
-  c[0] = cv[0];
-  c[1] = cv[1];
-  c[2] = cv[2];
-  c[3] = cv[3];
+    store_acc(__builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(av, bv, acc_vector(c), 0, 0, 0), c);
 #elif defined(__HIP_DEVICE_COMPILE__)
   (void)c, (void)a, (void)b;
   __builtin_trap();  // qk_path never selects kFp8 on other targets
@@ -206,13 +201,10 @@ __device__ inline void mfma_scale_16x16x128_e2m1_e4m3(float (&c)[4], const uint3
   const i32x8_t bv = {static_cast<int>(b[0]), static_cast<int>(b[1]), static_cast<int>(b[2]),
                       static_cast<int>(b[3]), static_cast<int>(b[4]), static_cast<int>(b[5]),
                       static_cast<int>(b[6]), static_cast<int>(b[7])};
-  f32x4_t cv = {c[0], c[1], c[2], c[3]};
   // cbsz 4: A is e2m1; blgp 0: B is e4m3; opsel 0: byte 0 of each scale register.
-  cv = __builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(av, bv, cv, 4, 0, 0, scale_a, 0, scale_b);
-  c[0] = cv[0];
-  c[1] = cv[1];
-  c[2] = cv[2];
-  c[3] = cv[3];
+  store_acc(__builtin_amdgcn_mfma_scale_f32_16x16x128_f8f6f4(av, bv, acc_vector(c), 4, 0, 0,
+                                                            scale_a, 0, scale_b),
+            c);
 #elif defined(__HIP_DEVICE_COMPILE__)
   (void)c, (void)a, (void)b, (void)scale_a, (void)scale_b;
   __builtin_trap();  // qk_path selects kMxScaled on gfx950 only
