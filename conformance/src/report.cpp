@@ -254,7 +254,7 @@ std::string to_markdown(const Report& r) {
        << (p.q_requant.kind == spec::QueryRequant::kNone
                ? std::string()
                : ", query requantised (" + std::string(spec::requant_name(p.q_requant.kind)) +
-                     ") for K " + joined(format_names(requant_formats(p.q_requant))))
+                     ") for KV " + joined(format_names(requant_formats(p.q_requant))))
        << " |\n\n";
 
     md << "| property | name | level | verdict | mustpass | generated | worst error/bound | failing case files |\n";
