@@ -89,7 +89,7 @@ class HostTimer final : public Timer {
     Measurement m;
     m.variant = "safe";
     HostInputs in = make_host_inputs(shape, o.data_seed);
-    spec::Result<kernels::Plan> plan = kernels::plan(in.problem, device_);
+    spec::Result<kernels::Plan> plan = kernels::plan(in.problem, device_, 0, o.partitions);
     if (!plan) {
       m.status = plan.status();
       return {m};

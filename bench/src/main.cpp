@@ -58,6 +58,11 @@ int main(int argc, char** argv) {
   app.add_option("--ceiling-mib", ceiling_mib, "buffer size of the ceiling probes (0 = default)");
   app.add_option("--datasheet-tbs", o.datasheet_tbs, "datasheet bandwidth (0 = from the name)");
   app.add_flag("--no-unsafe", no_unsafe, "do not time the unsafe variant");
+  app.add_option("--variant", o.variants,
+                 "GPU: also time this variant build (libpacts_bench_NAME.so; repeatable; never "
+                 "gated, not qualified)");
+  app.add_option("--partitions", o.partitions,
+                 "force every plan to N partitions (0 = the automatic split)");
   app.add_option("--csv", csv, "write the rows as CSV");
   app.add_option("--json", json, "write the report as JSON");
   app.add_option("--svg", svg, "write the plot (TB/s against context) as SVG");

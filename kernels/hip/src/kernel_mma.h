@@ -56,10 +56,19 @@ struct MmaShape {
   // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
+#if defined(PACTS_EXPERIMENT_BF16_BLOCKS)  // timing experiments only (bench/ variants)
+  static constexpr int kBlocksPerSm = !kSplitV && D == 128 ? PACTS_EXPERIMENT_BF16_BLOCKS
+                                      : D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
+#else
   static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
+#endif
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): two stages of bf16 K and V tiles, copied by cp.async.
+#if defined(PACTS_EXPERIMENT_BF16_STAGES)  // timing experiments only (bench/ variants)
+  static constexpr int kStages = D == 128 ? PACTS_EXPERIMENT_BF16_STAGES : 2;
+#else
   static constexpr int kStages = 2;
+#endif
   static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
   static constexpr int kTileElems = kKeys * D;
   static constexpr int kStageElems = 2 * kTileElems;
@@ -565,13 +574,51 @@ split_kv_mma_kernel(const Params p) {
     // tile are loaded one tile before its copies are issued, and the copies one tile before it is
     // computed.
     uint16_t* const stages = sm.stage(warp);
+    const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
+    const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
+#if defined(PACTS_EXPERIMENT_BF16_STAGES) || defined(PACTS_EXPERIMENT_ABLATE)
+    // Timing experiments only (bench/ variants, never gated): kStages tiles per warp, the next
+    // kStages - 1 in flight; PACTS_EXPERIMENT_ABLATE 1 skips the math (copy-only: one word per
+    // lane and tile is folded into the output), 2 copies the first kStages tiles only (the math
+    // runs on stale stages).
+#if defined(PACTS_EXPERIMENT_ABLATE)
+    constexpr int kAblate = PACTS_EXPERIMENT_ABLATE;
+#else
+    constexpr int kAblate = 0;
+#endif
+    uint32_t fold = 0;
+    int64_t entry = entry_of(tile);
+#pragma unroll
+    for (int i = 0; i + 1 < S::kStages; ++i) {
+      if (tile + i * S::kWarps < last)
+        stage_tile<D>(p, kv_head, entry, stages + i * S::kStageElems, lane);
+      gpu::cp_async_commit();
+      entry = entry_of(tile + (i + 1) * S::kWarps);
+    }
+    for (int i = 0; tile < last; tile += S::kWarps, ++i) {
+      const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
+      if (ahead < last && (kAblate != 2 || i == 0)) {
+        PACTS_WARP_SYNC();
+        stage_tile<D>(p, kv_head, entry, stages + (i + S::kStages - 1) % S::kStages * S::kStageElems,
+                      lane);
+      }
+      gpu::cp_async_commit();
+      entry = kAblate == 2 ? entry : entry_of(ahead + S::kWarps);
+      gpu::cp_async_wait<S::kStages - 1>();
+      PACTS_WARP_SYNC();
+      const uint16_t* kt = stages + i % S::kStages * S::kStageElems;
+      const uint16_t* vt = kt + S::kTileElems;
+      if constexpr (kAblate == 1) {
+        fold ^= *reinterpret_cast<const uint32_t*>(kt + lane * 8) ^
+                *reinterpret_cast<const uint32_t*>(vt + lane * 8);
+        continue;
+      }
+#else
     int s = 0;
     int64_t entry = entry_of(tile);
     if (tile < last) stage_tile<D>(p, kv_head, entry, stages, lane);
     gpu::cp_async_commit();
     entry = entry_of(tile + S::kWarps);
-    const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
-    const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
     for (; tile < last; tile += S::kWarps) {
       if (tile + S::kWarps < last) {  // the next tile in flight while this one is computed
         PACTS_WARP_SYNC();  // every lane is done with stage s ^ 1 (the previous tile)
@@ -584,6 +631,7 @@ split_kv_mma_kernel(const Params p) {
       const uint16_t* kt = stages + s * S::kStageElems;
       const uint16_t* vt = kt + S::kTileElems;
       s ^= 1;
+#endif
       float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
       for (int kk = 0; kk < S::kKSteps; ++kk) {
@@ -602,6 +650,9 @@ split_kv_mma_kernel(const Params p) {
         gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
       }
     }
+#if defined(PACTS_EXPERIMENT_BF16_STAGES) || defined(PACTS_EXPERIMENT_ABLATE)
+    if (kAblate == 1 && fold == 0x9E3779B9u) acc[0][0] += 1.0f;  // keeps the copies' reads
+#endif
   } else {
     // Decoded formats (fp16, fp8, MXFP4, or a scale): kStages raw stages per warp (RawShape),
     // the tiles ahead in flight by cp.async while one is computed; the fragments are decoded

@@ -110,6 +110,12 @@ struct Options {
   uint64_t ceiling_bytes = 0;
   double datasheet_tbs = 0;   // 0 = looked up from the device name (H200: 4.8); else given
   bool unsafe = true;         // GPU: also time the unsafe build (masking compiled out) if present
+  // GPU: variant builds timed beside the gated library on every shape (libpacts_bench_<name>.so:
+  // experiments such as ablations; never gated, their figures are not qualified ones).
+  std::vector<std::string> variants;
+  // > 0: every shape's plan forced to this many partitions (pacts::kernels::plan's
+  // fixed_partitions) for the gated library and every variant alike; 0: the automatic split.
+  int32_t partitions = 0;
   std::FILE* progress = stderr;  // one line per shape while running; nullptr = quiet
 };
 
@@ -130,7 +136,7 @@ struct Bytes {
 
 struct Row {
   Shape shape;
-  std::string variant;        // "safe" (gated) or "unsafe" (masking compiled out, never gated)
+  std::string variant;        // "safe" (gated), "unsafe" (masking compiled out) or an experiment
   std::string status;         // "ok", or "not supported: <reason>", or "error: <reason>"
   std::string plan;           // the plan's variant and partitions, e.g. "tile64 x4"
   Stats time;
