@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compile checks of the HIP kernels for the GPU targets this machine has no device for
-# (issue 5): NVIDIA sm_90 with nvcc when nvcc is present, AMD gfx942 and gfx950 device code with
+# Compile checks of the HIP kernels for the GPU targets this machine has no device for:
+# NVIDIA sm_90 with nvcc when nvcc is present, AMD gfx942 and gfx950 device code with
 # Debian's clang-22 (installed when missing). Compile-only: nothing here runs a kernel. Prints
 # what ptxas and clang report about registers and spills.
 set -euo pipefail

@@ -1,9 +1,10 @@
 #!/bin/bash
-# The release check of the HIP kernels on one GPU node (the H200 of the device tool), in one call
-# of about 400 s: what issues 6, 8 and 9 ask of a kernel change. Run from the repository root
-# with a folder BIN holding the binaries of a Release CUDA build (pacts-conformance, pacts-fuzz,
-# pacts-bench, libpacts_bench_unsafe.so, pacts-qualify, libpacts_kernels_hip.so, and
-# pacts-mutate-hip from a -DPACTS_ENABLE_CUDA=ON build's mutation/ folder); logs go to $OUT.
+# The release check of the HIP kernels on one GPU node (an H200), in one call of about 400 s:
+# what a kernel change must show (every format and layout conformant, its speed, its mutants).
+# Run from the repository root with a folder BIN holding the binaries of a Release CUDA build
+# (pacts-conformance, pacts-fuzz, pacts-bench, libpacts_bench_unsafe.so, pacts-qualify,
+# libpacts_kernels_hip.so, and pacts-mutate-hip from a -DPACTS_ENABLE_CUDA=ON build's mutation/
+# folder); logs go to $OUT.
 #   ci/h200_release_check.sh BIN [shards] [cases_per_shard] [mutant_cases]
 # Phase A (in parallel): catalogue shards (seed 20261400 + shard, DEV-2 alone), compute-sanitizer
 # memcheck/racecheck/initcheck, a 100 s fuzz campaign (its coverage lists cases per KV format and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One well-filled device call on a GPU node (the H200 of the device tool): the whole catalogue of
+# One well-filled device call on a GPU node (an H200): the whole catalogue of
 # the "hip" backend in parallel seed shards, DEV-2 on its own (it moves ~8 GiB per case), and the
 # compute-sanitizer runs. Run from the repository root with the CUDA build folder in $1 (built
 # with -DPACTS_ENABLE_CUDA=ON: pacts-conformance, libpacts_kernels_hip.so); logs go to $OUT.

@@ -9,7 +9,7 @@ bash ci/gpu_compile.sh
 status=0
 ctest --preset default -j "$(nproc)" --output-junit "$PWD/build/ctest-junit.xml" "$@" || status=$?
 echo "JUnit report: build/ctest-junit.xml"
-# The mutation table (issue 9): which property killed each host mutant, in the CI log.
+# The mutation table: which property killed each host mutant, in the CI log.
 if [ -f build/mutation-table.md ]; then
   echo "== host mutants (build/mutation-table.md)"
   cat build/mutation-table.md

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The GPU mutants of issue 9 on an H200 (mutation/README.md, "The GPU part"): builds
+# The GPU mutants on an H200 (mutation/README.md, "The GPU part"): builds
 # pacts-mutate-hip when it is missing, runs every GPU-relevant mutant against the hip backend and
 # prints the table mutant -> killing property -> cases, then runs the barrier mutants once under
 # compute-sanitizer racecheck (with the production kernels, mutant `none`, as the control).

@@ -12,7 +12,7 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 rm -rf "$W/src-before"; mkdir -p "$W/src-before"
 git archive "$REV" | tar -x -C "$W/src-before"
 build() {  # source dir, build dir
-  # Tests ON: before issue 9's GPU part, mutation/CMakeLists.txt needed them to find Threads.
+  # Tests ON: older revisions' mutation/CMakeLists.txt needed them to find Threads.
   cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=ON \
     -DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" > "$2.log" 2>&1 &&
     cmake --build "$2" -j 2 --target pacts_kernels_hip >> "$2.log" 2>&1 ||

@@ -1,4 +1,4 @@
-// Timing of the HIP kernels on one GPU (issue 8): every variant's decode() is captured once per
+// Timing of the HIP kernels on one GPU: every variant's decode() is captured once per
 // shape into a graph on this timer's stream, and each replay is timed by device events recorded
 // on that stream right around it: the merge kernel of a split plan is part of the graph, hence of
 // the time. Before every replay (outside the events) the L2 is flushed by a memset of a buffer

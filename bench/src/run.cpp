@@ -27,7 +27,7 @@ spec::Status check_options(const Target& target, const Options& o) {
   if (o.gate_cases < 0)
     return spec::invalid_argument("gate_cases " + std::to_string(o.gate_cases) +
                                   ": must be >= 0 (0: the caller gated this backend itself)");
-  // The median of at least 20 on a GPU (issue 8); the host accepts fewer (CI's quick runs).
+  // A GPU figure is the median of at least 20 replays; the host accepts fewer (CI's quick runs).
   const int32_t min_repeats = target.kind == "hip" ? 20 : 1;
   if (o.repeats < min_repeats || o.repeats > 100000)
     return spec::invalid_argument("repeats " + std::to_string(o.repeats) + ": accepted " +

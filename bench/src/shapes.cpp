@@ -1,4 +1,4 @@
-// The shape sets of issue 8: `peers` (the grid of ../shared/notes/h200-peers.md), `models`
+// The shape sets: `peers` (the grid of ../shared/notes/h200-peers.md), `models`
 // (production attention configurations in their usual KV formats) and `grid` (a sweep with
 // ragged context lengths, as aiter benchmarks: ../shared/notes/aiter-pa-decode.md §7); and
 // `formats`: one figure per KV format and per K/V layout (NHD, vLLM's) at one fixed shape.
@@ -64,8 +64,9 @@ struct Model {
 };
 
 std::vector<Shape> models() {
-  // Issue 8's list. Heads are per GPU at the stated tensor parallelism (KV heads replicated when
-  // fewer than the GPUs). Page 16 is vLLM's default; the MXFP4 model's page is 128 (issue 8).
+  // Production models. Heads are per GPU at the stated tensor parallelism (KV heads replicated when
+  // fewer than the GPUs). Page 16 is vLLM's default; the MXFP4 model's page is 128 (the only page
+  // size of the MXFP4 kernel it is served with).
   // Its KV-head count is not given: 8 (with G 16, 128 query heads) is this file's choice.
   const std::vector<KvFormat> usual = {kBf16, kE4m3PerTensor, kE4m3fnuzPerToken};
   const std::vector<Model> list = {

@@ -1,5 +1,5 @@
-// pacts-bench (issue 8), CPU only, no timing assertions (conventions.md): the shape sets are the
-// issue's (and `formats`, every KV format in the NHD and vLLM layouts, those of the spec's
+// pacts-bench, CPU only, no timing assertions (conventions.md): the shape sets are the
+// specified ones (and `formats`, every KV format in the NHD and vLLM layouts, those of the spec's
 // table), the bytes model counts what a call moves, a backend that fails a property is refused
 // (named, with its case file) and nothing is timed, a passing host backend produces a table,
 // CSV, JSON and SVG that parse, and --baseline flags a planted change but not an identical run.
@@ -28,10 +28,10 @@ namespace {
 constexpr uint64_t kGateSeed = 20261129;
 constexpr uint64_t kDataSeed = 7;
 
-// ---- Shape sets: written from issue 8's text, not from shapes.cpp ------------------------
+// ---- Shape sets: written from their specification, not from shapes.cpp ------------------
 
 TEST(ShapeSets, PeersAreTheGridOfTheNotes) {
-  // h200-peers.md / issue 8: B 1/8/32/128 x ctx 1024/4096/16384 x G 1/8 x page 16/64, bf16, D 128,
+  // h200-peers.md: B 1/8/32/128 x ctx 1024/4096/16384 x G 1/8 x page 16/64, bf16, D 128,
   // Hkv 8 (L 1, all sequences at the full context).
   std::multiset<std::tuple<int, int, int, int>> expected;
   for (int b : {1, 8, 32, 128})
@@ -71,7 +71,7 @@ TEST(ShapeSets, EveryPeersShapeHasThePeersFigure) {
 }
 
 TEST(ShapeSets, ModelsAreTheIssuesModels) {
-  // name prefix -> (Hq, Hkv, D, sinks, window, page or 0 = any), from issue 8's list.
+  // name prefix -> (Hq, Hkv, D, sinks, window, page or 0 = any): the models set as specified.
   struct M {
     int hq, hkv, d;
     bool sinks;
@@ -101,7 +101,7 @@ TEST(ShapeSets, ModelsAreTheIssuesModels) {
       continue;
     }
     const auto it = expected.find(s.model);
-    ASSERT_NE(it, expected.end()) << "a model the issue does not list: " << s.label();
+    ASSERT_NE(it, expected.end()) << "a model the models set does not list: " << s.label();
     EXPECT_EQ(s.num_q_heads, it->second.hq) << s.label();
     EXPECT_EQ(s.num_kv_heads, it->second.hkv) << s.label();
     EXPECT_EQ(s.head_dim, it->second.d) << s.label();
@@ -763,7 +763,7 @@ TEST(Options, BadValuesAreRefusedByName) {
   EXPECT_NE(r.status().message().find("repeats 0"), std::string::npos) << r.status().to_string();
   const auto hip = parse_target("hip:0");
   o.repeats = 10;
-  r = run_set("peers", hip.value(), o);  // GPU medians take at least 20 samples (issue 8)
+  r = run_set("peers", hip.value(), o);  // GPU medians take at least 20 samples
   ASSERT_FALSE(r);
   EXPECT_NE(r.status().message().find("repeats 10"), std::string::npos) << r.status().to_string();
 #if !defined(PACTS_BENCH_HAVE_HIP)

@@ -80,8 +80,8 @@ class HipBackend final : public Backend {
  public:
   HipBackend(kernels::DeviceInfo device, int32_t ordinal)
       : device_(std::move(device)), ordinal_(ordinal), profile_(kernels::hip::profile(device_)) {
-    // Every format, scale mode and layout of the spec (issue 6: fp8 and MXFP4 KV, fp8 Q,
-    // x-packed K and dim-major V).
+    // Every format, scale mode and layout of the spec (fp8 and MXFP4 KV, fp8 Q, x-packed K and
+    // dim-major V included).
     const Capabilities all = Capabilities::everything();
     caps_.q_formats = all.q_formats;
     caps_.kv_formats = all.kv_formats;

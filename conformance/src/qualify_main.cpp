@@ -81,7 +81,7 @@ struct Opened {
   std::string gpu_target;  // "" for CPU backends and plugins
 };
 
-// GPU backends get the `peers` and `models` bench sets (issue 8), timed by bench/'s library on
+// GPU backends get the `peers` and `models` bench sets, timed by bench/'s library on
 // the same backend object the catalogue just ran on, and only when nothing Mandatory failed
 // there (architecture.md: bench/ only times what the checks passed). CPU builds without the
 // bench library say so instead.

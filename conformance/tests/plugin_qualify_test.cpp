@@ -1,5 +1,5 @@
-// External backends (pacts/backend_abi.h), the mustpass set and the pacts-qualify report
-// (issue 8). The example plugin (kernels/plugins/host_plugin.cpp) must compute exactly what the
+// External backends (pacts/backend_abi.h), the mustpass set and the pacts-qualify report.
+// The example plugin (kernels/plugins/host_plugin.cpp) must compute exactly what the
 // host backend computes once its problems and buffers have crossed the C ABI; the loader must
 // refuse broken plugins with messages that name the library, symbol, field and value; a plugin
 // that computes wrongly must make pacts-qualify exit non-zero, naming the property and the case

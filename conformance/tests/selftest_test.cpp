@@ -1,4 +1,4 @@
-// The suite tests itself (issue 3; spec/properties.md §1, "Every property must bite"): every
+// The suite tests itself (spec/properties.md §1, "Every property must bite"): every
 // fault of the fault-injecting backend, planted in the reference, must be caught by a Mandatory
 // property, by the property named for it below in particular; every family must catch a fault;
 // the clean reference must pass everything. Each caught fault is shrunk to a minimal case, whose
@@ -167,7 +167,7 @@ TEST_P(SelfTest, FaultIsCaught) {
           << "the case file " << stats.case_file << " does not reproduce the failure";
     }
 
-    // Issue 3: the #7092 poison fault shrinks to one sequence of at most one page plus a token.
+    // The #7092 poison fault shrinks to one sequence of at most one page plus a token.
     if (fault == Fault::kVTailLeak) {
       const CaseShape& s = stats.minimal->shape;
       EXPECT_EQ(s.batch, 1) << row.minimal;

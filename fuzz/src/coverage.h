@@ -1,4 +1,4 @@
-// Coverage of the feature space (issue 7): cells of format x layout x page size x D x G x L x
+// Coverage of the feature space: cells of format x layout x page size x D x G x L x
 // option, with the cases each got. A cell key is readable on its own, e.g.
 // "kv=e4m3fn layout=nhd/hnd page=16 D=128 G=8 L=1 opt=window+sinks".
 #pragma once

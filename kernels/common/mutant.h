@@ -1,4 +1,4 @@
-// pacts kernels: mutant schemata (issue 9, mutation/README.md).
+// pacts kernels: mutant schemata (mutation/README.md).
 //
 // Every mutant is a deliberate bug, modelled on a real class of paged-attention bug, planted at
 // a point of the production code as

@@ -86,7 +86,7 @@ TEST(HostSplit, PACTS_META_3_SplitInvariance_OneTwoMany) {
   }
 }
 
-// Issue 4, "done when": the self-test's faults applied to the host backend are all caught. Each
+// The self-test's faults applied to the host backend must all be caught. Each
 // fault wraps the host backend; the catalogue runs in order (small shapes, 20 cases, no
 // shrinking) until a Mandatory property fails. Which property catches which fault is the
 // self-test's business (conformance/tests/selftest_test.cpp); here any Mandatory Fail counts.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One device call on an H200 (issue 5): conformance of the "hip" backend, the timing helper, and
+# One device call on an H200: conformance of the "hip" backend, the timing helper, and
 # the conformance binary under compute-sanitizer. Run from the repository root with the build
 # folder in $1 (pacts-conformance, pacts-bench-hip, libpacts_kernels_hip.so); logs go to $OUT.
 #   kernels/hip/scripts/h200_check.sh .hipbuild [cases] [sanitizer_cases] [tools]

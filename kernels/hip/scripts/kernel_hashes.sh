@@ -3,7 +3,7 @@
 # mangled name, the size of its .text and a hash of the bytes. Two builds whose lines agree run
 # the same machine code, so figures measured on one hold for the other (kernels/hip/NOTES.md:
 # how the final library was tied to the one the H200 catalogue ran). Needs objcopy and python3;
-# no CUDA tools (the device tool's cuobjdump is not here). mutation/production_unchanged.sh uses it.
+# no CUDA tools (cuobjdump need not be installed). mutation/production_unchanged.sh uses it.
 #   kernels/hip/scripts/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
 set -euo pipefail
 lib=$1

@@ -1,4 +1,4 @@
-// kernels/common's math run on the GPU (issue 5: "its unit tests also run on the GPU"): every code
+// kernels/common's math run on the GPU (its unit tests in device code): every code
 // of every format dequantised by a kernel, every e2m1 x e8m0 product, and the RNE output rounding
 // of sampled binary64 values, each compared on the host with the spec's codecs
 // (pacts::spec::decode / encode), bit for bit; and the query requantisation of
