@@ -54,7 +54,7 @@ namespace conformance = pacts::conformance;
 constexpr const char* kResultTag = "pacts-mutate-result";
 
 struct Options {
-  uint64_t seed = 20261129;  // fixed in CI (conventions.md), printed
+  uint64_t seed = 20261129;  // fixed in CI (docs/conventions.md), printed
   int32_t cases = 20;
   int32_t jobs = 2;
   int32_t timeout_s = 240;

@@ -1,7 +1,7 @@
 // The bench's input values, one rule for the host and the device fill alike: element i of a
 // buffer is a finite code derived from (seed, i) by a hash. Timing does not depend on the values,
 // but non-finite inputs would make every output NaN and hide a broken timed call, so codes are
-// drawn from raw bit patterns (conventions.md) with the bits that reach NaN/Inf masked off.
+// drawn from raw bit patterns (docs/conventions.md) with the bits that reach NaN/Inf masked off.
 #pragma once
 
 #include <pacts/problem.h>

@@ -2,7 +2,7 @@
 // shape into a graph on this timer's stream, and each replay is timed by device events recorded
 // on that stream right around it: the merge kernel of a split plan is part of the graph, hence of
 // the time. Before every replay (outside the events) the L2 is flushed by a memset of a buffer
-// far larger than it, as the peers were measured (../shared/notes/h200-peers.md). Inputs are
+// far larger than it, as the peers were measured (docs/bench.md). Inputs are
 // written on the device by fill.h's rule; block tables and context lengths come from the host.
 // The ceilings, a device-to-device copy and a read-only kernel over a large buffer, are measured
 // the same way in the same process. Compiled as device code (CUDA on NVIDIA); the kernels run in

@@ -64,7 +64,7 @@ Bytes bytes_moved(const pacts_problem& problem, const std::vector<int32_t>& cont
                   const kernels::Plan& plan);
 
 // The best paged peer's median time and TB/s on an H200 at a shape of the `peers` set
-// (../shared/notes/h200-peers.md); false for other shapes.
+// (docs/bench.md); false for other shapes.
 bool h200_best_peer(const Shape& shape, double& us, double& tbs);
 
 // Datasheet memory bandwidth of a device by name (TB/s), 0 when unknown.

@@ -1,5 +1,5 @@
 // pacts-bench: times the decode kernels on a shape set, after the conformance gate passed on the
-// same backend object in this process (architecture.md: bench/ only times what the
+// same backend object in this process (docs/architecture.md: bench/ only times what the
 // checks passed).
 //
 //   pacts-bench --backend host|hip[:N] --set peers|models|grid|formats [--gate-cases N]

@@ -1,4 +1,4 @@
-// The peers' figures on an H200 (../shared/notes/h200-peers.md, measured 2026-11-29 with the same
+// The peers' figures on an H200 (docs/bench.md, "The peers"; measured 2026-11-29 with the same
 // method: bf16, D 128, Hkv 8, L 1, graph replays, L2 flushed, medians): the best paged peer (XQA,
 // FlashInfer CUDA-core decode or FlexAttention paged) per shape of the `peers` set, so pacts'
 // rows sit beside them. Reference data, not expectations: nothing is asserted against it.

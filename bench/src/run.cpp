@@ -162,7 +162,7 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
   report.repeats = options.repeats;
   report.warmup = options.warmup;
   report.data_seed = options.data_seed;
-  // architecture.md: bench/ asks conformance/ for a verdict before timing anything.
+  // docs/architecture.md: bench/ asks conformance/ for a verdict before timing anything.
   report.gate = run_gate(backend, options);
   if (!report.gate.passed) return report;
   if (target.backend.find('+') != std::string::npos)

@@ -1,6 +1,6 @@
-// The shape sets: `peers` (the grid of ../shared/notes/h200-peers.md), `models`
+// The shape sets (docs/bench.md): `peers` (the grid the H200 peers were measured on), `models`
 // (production attention configurations in their usual KV formats) and `grid` (a sweep with
-// ragged context lengths, as aiter benchmarks: ../shared/notes/aiter-pa-decode.md §7); and
+// ragged context lengths, as aiter benchmarked its poison-proofing); and
 // `formats`: one figure per KV format and per K/V layout (NHD, vLLM's) at one fixed shape.
 #include <pacts/bench/bench.h>
 #include <pacts/conformance/rng.h>
@@ -27,7 +27,7 @@ constexpr KvFormat kFp16{PACTS_FORMAT_FP16, PACTS_SCALE_NONE};
 constexpr KvFormat kE4m3PerTensor{PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TENSOR};
 // OCP e4m3 with one scale per token: the per-token cost apart from the fnuz decode.
 constexpr KvFormat kE4m3PerToken{PACTS_FORMAT_E4M3FN, PACTS_SCALE_PER_TOKEN};
-// aiter on gfx942: e4m3fnuz with one scale per token (aiter-pa-decode.md §2).
+// aiter on gfx942: e4m3fnuz with one scale per token.
 constexpr KvFormat kE4m3fnuzPerToken{PACTS_FORMAT_E4M3FNUZ, PACTS_SCALE_PER_TOKEN};
 // vLLM's fp8_e5m2 cache and its fnuz twin, one scale per tensor.
 constexpr KvFormat kE5m2PerTensor{PACTS_FORMAT_E5M2, PACTS_SCALE_PER_TENSOR};
@@ -36,7 +36,7 @@ constexpr KvFormat kE5m2fnuzPerTensor{PACTS_FORMAT_E5M2FNUZ, PACTS_SCALE_PER_TEN
 constexpr KvFormat kMxfp4{PACTS_FORMAT_E2M1, PACTS_SCALE_MX_BLOCK};
 
 std::vector<Shape> peers() {
-  // h200-peers.md: bf16 Q/K/V, D 128, 8 KV heads, L 1, in the order of its table.
+  // The peers' grid: bf16 Q/K/V, D 128, 8 KV heads, L 1, in the order of their table.
   std::vector<Shape> out;
   for (int32_t g : {1, 8})
     for (int32_t page : {16, 64})
@@ -105,7 +105,7 @@ std::vector<Shape> models() {
 
 std::vector<Shape> grid() {
   // B x ctx x page x KV format x D x L, G 4 (Hq 32, Hkv 8), lengths ctx - U[0, 255] so that most
-  // sequences end inside a tile (aiter-pa-decode.md §7).
+  // sequences end inside a tile (docs/bug-classes.md, #7092).
   const std::vector<KvFormat> formats = {kBf16, kFp16, kE4m3PerTensor, kE4m3fnuzPerToken, kMxfp4};
   std::vector<Shape> out;
   for (const KvFormat& f : formats)

@@ -1,5 +1,5 @@
-// pacts-bench, CPU only, no timing assertions (conventions.md): the shape sets are the
-// specified ones (and `formats`, every KV format in the NHD and vLLM layouts, those of the spec's
+// pacts-bench, CPU only, no timing assertions (docs/conventions.md): the shape sets are
+// docs/bench.md's (and `formats`, every KV format in the NHD and vLLM layouts, those of the spec's
 // table), the bytes model counts what a call moves, a backend that fails a property is refused
 // (named, with its case file) and nothing is timed, a passing host backend produces a table,
 // CSV, JSON and SVG that parse, and --baseline flags a planted change but not an identical run.
@@ -28,10 +28,10 @@ namespace {
 constexpr uint64_t kGateSeed = 20261129;
 constexpr uint64_t kDataSeed = 7;
 
-// ---- Shape sets: written from their specification, not from shapes.cpp ------------------
+// ---- Shape sets: written from docs/bench.md, not from shapes.cpp -------------------------
 
 TEST(ShapeSets, PeersAreTheGridOfTheNotes) {
-  // h200-peers.md: B 1/8/32/128 x ctx 1024/4096/16384 x G 1/8 x page 16/64, bf16, D 128,
+  // docs/bench.md: B 1/8/32/128 x ctx 1024/4096/16384 x G 1/8 x page 16/64, bf16, D 128,
   // Hkv 8 (L 1, all sequences at the full context).
   std::multiset<std::tuple<int, int, int, int>> expected;
   for (int b : {1, 8, 32, 128})
@@ -60,7 +60,7 @@ TEST(ShapeSets, EveryPeersShapeHasThePeersFigure) {
   for (const Shape& s : set.value()) {
     double us = 0, tbs = 0;
     EXPECT_TRUE(h200_best_peer(s, us, tbs)) << s.label();
-    // The peers' TB/s is K+V bytes of the context over their time (h200-peers.md).
+    // The peers' TB/s is K+V bytes of the context over their time (docs/bench.md).
     EXPECT_NEAR(tbs, 2.0 * s.batch * s.context * 8 * 128 * 2 / (us * 1e-6) / 1e12, 0.011)
         << s.label();
   }
@@ -71,7 +71,7 @@ TEST(ShapeSets, EveryPeersShapeHasThePeersFigure) {
 }
 
 TEST(ShapeSets, ModelsAreTheIssuesModels) {
-  // name prefix -> (Hq, Hkv, D, sinks, window, page or 0 = any): the models set as specified.
+  // name prefix -> (Hq, Hkv, D, sinks, window, page or 0 = any): docs/bench.md's models.
   struct M {
     int hq, hkv, d;
     bool sinks;

@@ -5,7 +5,8 @@
 // the same case once per fill with only one category of unowned data poisoned, under the same
 // plan hint, and requires the output, the LSE and the device error word to be bitwise identical.
 // A fill that the data's format does not have (Inf of e4m3fn) is reported as not applicable and
-// never counted as a pass: such a fill is a finite value and cannot fail (seeds.md #7092).
+// never counted as a pass: such a fill is a finite value and cannot fail (#7092 in
+// docs/bug-classes.md).
 #include <pacts/conformance/check_util.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/rng.h>

@@ -139,7 +139,8 @@ double v_code_of(const pacts_problem& p, const pacts_buffers& b, int64_t page, i
 
 // out[element] += leak, computed in binary64 and rounded once to out_format. A zero leak (the
 // 0 * v of a finite v) is skipped rather than added: -0 + +0 = +0 would change the bits of a -0
-// output, whereas the bug being modelled leaves clean runs bit-identical (seeds.md #7092).
+// output, whereas the bug being modelled leaves clean runs bit-identical (#7092 in
+// docs/bug-classes.md).
 void add_leak(const pacts_problem& p, const pacts_view& out, int64_t element, double leak) {
   if (leak == 0) return;
   const int ob = spec::element_bytes(p.out_format);
@@ -219,11 +220,11 @@ class FaultBackend final : public Backend {
   }
 
  private:
-  // v_tail_leak. Bug class: seeds.md #7092. The tile kernel reads whole tiles; on the last page
-  // the unwritten tail slots get P = 0 but their V bytes still enter the P.V instruction, and
-  // 0 * NaN = NaN, 0 * Inf = NaN. Modelled as: after the inner run, element d of every non-empty
-  // row of a sequence gets 0 * v_{t,d} (decoded with its scale) for every unowned tail slot t of
-  // its KV head. Finite tails change no bit; NaN/Inf tails make the elements NaN.
+  // v_tail_leak. Bug class: #7092 (docs/bug-classes.md). The tile kernel reads whole tiles; on the
+  // last page the unwritten tail slots get P = 0 but their V bytes still enter the P.V instruction,
+  // and 0 * NaN = NaN, 0 * Inf = NaN. Modelled as: after the inner run, element d of every
+  // non-empty row of a sequence gets 0 * v_{t,d} (decoded with its scale) for every unowned tail
+  // slot t of its KV head. Finite tails change no bit; NaN/Inf tails make the elements NaN.
   // Violates spec/contract.md §1.2 (tail of the last page is unowned) and §5 (discard by
   // selection, never by multiplication). Expected catcher: PACTS-POISON-1 (spec/properties.md
   // §10 also names EDGE-3, which can see it only on cases whose unowned tail is poisoned).
@@ -244,7 +245,7 @@ class FaultBackend final : public Backend {
     return r;
   }
 
-  // padding_entry_as_page. Bug class: seeds.md #7092 (block-table entries past the sequence
+  // padding_entry_as_page. Bug class: #7092 (block-table entries past the sequence
   // pinned to page 0, "page 0 must stay finite" pushed onto callers) and FlyDSL's prefetch of a
   // block-table entry outside the sequence (spec/operator.md §12). The kernel loads the first
   // padding entry, column ceil(n / P), as a page id: in range, that page's V row 0 enters P.V
@@ -272,7 +273,7 @@ class FaultBackend final : public Backend {
     return r;
   }
 
-  // v_scale_tail_leak. Bug class: seeds.md #7092, the per-token V scale hole: P * v_scale is
+  // v_scale_tail_leak. Bug class: #7092, the per-token V scale hole: P * v_scale is
   // formed for the tail slots past the context too, and 0 * NaN = NaN. Modelled as v_tail_leak
   // with only the scale: element d gets 0 * scale(t, d) for every unowned tail slot t (per-token
   // fp32 scales, and the e8m0 byte of d's block under MX_BLOCK). Other scale modes: no effect.

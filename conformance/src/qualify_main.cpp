@@ -83,7 +83,7 @@ struct Opened {
 
 // GPU backends get the `peers` and `models` bench sets, timed by bench/'s library on
 // the same backend object the catalogue just ran on, and only when nothing Mandatory failed
-// there (architecture.md: bench/ only times what the checks passed). CPU builds without the
+// there (docs/architecture.md: bench/ only times what the checks passed). CPU builds without the
 // bench library say so instead.
 void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const Settings& settings,
                     rpt::BackendSection& section) {

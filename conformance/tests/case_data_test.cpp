@@ -85,7 +85,7 @@ TEST(Poison, OverwritesEveryUnownedByteAndNothingElse) {
 TEST(Poison, InfFillOfAFormatWithoutInfIsNotApplicable) {
   CaseData c = make_case(small_shape(), 3);
   CaseData dirty = c;
-  EXPECT_FALSE(poison_unowned(dirty, Poison::kInf, 1));  // e4m3fn has no Inf (seeds.md #7092)
+  EXPECT_FALSE(poison_unowned(dirty, Poison::kInf, 1));  // e4m3fn has no Inf (#7092)
   EXPECT_EQ(dirty.k, c.k);
   CaseShape s = small_shape();
   s.kv_format = PACTS_FORMAT_E5M2;

@@ -355,7 +355,7 @@ class ScalesOutput final : public Faulty {
   }
 };
 
-// seeds.md: fp8 kernels that turn NaN into finite values.
+// docs/bug-classes.md: fp8 kernels that turn NaN into finite values.
 class SuppressesNan final : public Faulty {
  public:
   SuppressesNan() : Faulty("NaN outputs replaced by 0") {}

@@ -156,7 +156,7 @@ PACTS_HD inline float scaled(float decoded, float scale) { return decoded * scal
 // each product <= 2^126 by R1 and R3, so q~_d . k_j needs no further scale and every partial
 // sum of products is <= softmax_scale * A_j <= 2^64 (R3): no overflow for any e8m0 byte that R1
 // admits, whatever the size of Q. aiter applied the scales after the product and overflowed at
-// byte 249 (seeds.md #7056).
+// byte 249 (docs/bug-classes.md, #7056).
 PACTS_HD inline float fold_query(float decoded, float q_scale, float softmax_scale) {
   if (PACTS_MUTANT(q_scale_ignored)) return decoded * softmax_scale;
   // The kernel then multiplies each logit by q_scale (kernels/host/kernel.h row_step).

@@ -1,9 +1,9 @@
 // pacts kernels, shared math: what every header of kernels/common/ builds on.
 //
-// kernels/common/ is the one copy of the decode math that the host backend (kernels/host/) runs
-// today and the HIP kernels run next (architecture.md). Every function here is therefore written
-// as device code: marked PACTS_HD, no GPU header, no std container, no exception, no allocation,
-// no dependence on the floating-point environment (rounding to storage formats is integer bit
+// kernels/common/ is the one copy of the decode math that the host backend (kernels/host/) and the
+// HIP kernels (kernels/hip/) run (docs/architecture.md). Every function here is therefore written
+// as device code: marked PACTS_HD, no GPU header, no std container, no exception, no allocation, no
+// dependence on the floating-point environment (rounding to storage formats is integer bit
 // manipulation, round.h). Only <cmath> functions that CUDA and HIP also provide in device code
 // (expf, tanhf, exp, log) and memcpy are used.
 #pragma once

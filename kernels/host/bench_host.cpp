@@ -1,5 +1,5 @@
 // pacts-bench-host: throughput of the host kernels on one problem (not a test: speed is never
-// asserted by ctest, conventions.md). Reports KV tokens per second, B * context per call, over
+// asserted by ctest, docs/conventions.md). Reports KV tokens per second, B * context per call, over
 // 5 runs of `calls` decode calls each: median, min and max.
 //
 //   bench_host [threads=2] [batch=8] [q_heads=32] [kv_heads=8] [head_dim=128] [context=2048]

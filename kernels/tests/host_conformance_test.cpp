@@ -19,7 +19,7 @@
 namespace pacts::conformance {
 namespace {
 
-constexpr uint64_t kSeed = 20261129;  // fixed in CI (conventions.md), printed with every result
+constexpr uint64_t kSeed = 20261129;  // fixed in CI (docs/conventions.md), printed with each result
 constexpr int32_t kCases = 30;
 
 class HostCatalogue : public ::testing::TestWithParam<std::string> {};

@@ -1,7 +1,8 @@
 // Tests of the format codecs (spec/formats.md). Expected values come from the bit fields and the
-// tables of the notes (formats-and-conformance §1-3), from hardware conversions (fp32, _Float16),
-// or from a nearest-value search over a table the test builds itself; never from the code under
-// test. Every sweep over codes is exhaustive except fp32, which is sampled with fixed seeds.
+// tables of spec/formats.md §1 (OCP OFP8, OCP MX, IEEE binary16), from hardware conversions (fp32,
+// _Float16), or from a nearest-value search over a table the test builds itself; never from the
+// code under test. Every sweep over codes is exhaustive except fp32, which is sampled with fixed
+// seeds.
 #include <pacts/spec/formats.h>
 
 #include <gtest/gtest.h>
@@ -26,7 +27,7 @@ constexpr Overflow kModes[] = {Overflow::kSaturate, Overflow::kNonSaturate};
 constexpr uint64_t kSeed = 0x70AC75F0u;  // fixed: CI is deterministic; printed on failure
 
 // ---------------------------------------------------------------------------------------------
-// Test-side description of the formats, from the notes' tables.
+// Test-side description of the formats, from the tables of spec/formats.md §1.
 
 enum class NanRule { kIeee, kE4M3Fn, kOnly0x80, kNone };
 

@@ -176,8 +176,8 @@ const std::vector<Row>& layout_rows() {
        {}, Code::kInvalidArgument, "k_scale_layout.s_head 8"},
       {"bt stride", [](auto& p) { p.block_table_stride = 4; }, {}, Code::kInvalidArgument,
        "block_table_stride 4"},
-      // 32-bit offset wraparound was a real bug (seeds.md #7056): an implementation that forms
-      // 32-bit offsets declares it and the view is refused rather than wrapped.
+      // 32-bit offset wraparound was a real bug (#7056 in docs/bug-classes.md): an implementation
+      // that forms 32-bit offsets declares it and the view is refused rather than wrapped.
       {"32-bit offsets", [](auto& p) { p.k_layout.s_page = int64_t{1} << 31; }, {}, Code::kOutOfRange,
        "k_layout: largest offset", Requirements{1, (int64_t{1} << 31) - 1}},
   };

@@ -2,8 +2,7 @@
 // launch, the L2 flushed (a 512 MiB memset) before each launch, median of the repeats.
 //   pacts-bench-hip [B ctx G page_size repeats partitions]   (defaults: 32 16384 8 64 30 0)
 // bf16 Q/K/V/out, D 128, 8 KV heads, L 1, NHD pool, random pages (a permutation), random data.
-// TB/s = K+V bytes of the context (2 * B * ctx * Hkv * D * 2 B) / time, as in
-// ../shared/notes/h200-peers.md.
+// TB/s = K+V bytes of the context (2 * B * ctx * Hkv * D * 2 B) / time, as in docs/bench.md.
 #include <pacts/hip.h>
 #include <pacts/spec/validate.h>
 

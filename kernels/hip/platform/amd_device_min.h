@@ -1,6 +1,6 @@
 // pacts HIP platform layer, AMD compile-check only: the few device declarations the kernels use,
 // for `clang++ -x hip --offload-device-only -nogpuinc -nogpulib -c` on a machine without ROCm
-// (../shared/notes/toolchains.md). Real AMD builds use <hip/hip_runtime.h>; gpu.h picks this
+// (docs/kernel-design.md, "Toolchains"). Real AMD builds use <hip/hip_runtime.h>; gpu.h picks this
 // header only when PACTS_AMD_DEVICE_CHECK is defined. Device code only: no runtime API.
 #pragma once
 

@@ -1,6 +1,6 @@
 // pacts HIP platform layer, NVIDIA side: the subset of the HIP runtime API the kernels and the
 // conformance adapter use, mapped onto the CUDA runtime. Debian's HIP headers for NVIDIA do not
-// compile against CUDA 13 (../shared/notes/toolchains.md), hence this header. Include
+// compile against CUDA 13 (docs/kernel-design.md, "Toolchains"), hence this header. Include
 // "platform/gpu.h", never this file.
 #pragma once
 

@@ -1,7 +1,7 @@
 // pacts HIP platform layer: the one header that knows the vendor. Everything else in
 // kernels/hip/ includes this and speaks HIP: on AMD the real ROCm <hip/hip_runtime.h>, on NVIDIA
 // our own mapping onto the CUDA runtime (platform/cuda_map.h). Also the project's answers to the
-// portability traps of ../shared/notes/toolchains.md: a compile-time warp size, one shuffle
+// portability traps of docs/kernel-design.md ("Toolchains"): a compile-time warp size, one shuffle
 // macro, checked API calls.
 #pragma once
 
@@ -48,7 +48,7 @@ inline std::string describe(const char* what, hipError_t e) {
 }  // namespace pacts::gpu
 
 // Checked call inside a function returning spec::Status (or Result): a failure becomes
-// DeviceError naming the call. Every GPU call goes through this (conventions.md).
+// DeviceError naming the call. Every GPU call goes through this (docs/conventions.md).
 #define PACTS_GPU_CHECK(call)                                                  \
   do {                                                                         \
     const hipError_t pacts_gpu_err_ = (call);                                  \

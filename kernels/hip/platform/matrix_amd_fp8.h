@@ -3,7 +3,7 @@
 // K pool's raw codes as the other. COMPILE-CHECKED ONLY: nothing here has run on an AMD GPU.
 //
 // Which instruction takes Q.K is decided by the KV FORMAT and the compile target, never by
-// guessing what the bytes mean (toolchains.md trap 3):
+// guessing what the bytes mean (docs/kernel-design.md, portability trap 3):
 //   gfx942 (CDNA3): v_mfma_f32_16x16x32_{fp8,bf8}_fp8 read FNUZ bytes: e4m3fnuz / e5m2fnuz K.
 //   gfx950 (CDNA4): the same instructions read OCP bytes: e4m3fn / e5m2 K; MXFP4 K (e2m1 with an
 //                   e8m0 byte per 32) takes v_mfma_scale_f32_16x16x128_f8f6f4, which applies the

@@ -32,7 +32,7 @@ template __global__ void merge_kernel<64>(Params);
 template __global__ void merge_kernel<128>(Params);
 template __global__ void merge_kernel<256>(Params);
 
-// The tile kernel's LDS must fit gfx942's 64 KiB (toolchains.md trap 5).
+// The tile kernel's LDS must fit gfx942's 64 KiB (docs/kernel-design.md, portability trap 5).
 static_assert(sizeof(Smem<256>) <= 64 * 1024 && sizeof(Smem<128>) <= 64 * 1024);
 
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA

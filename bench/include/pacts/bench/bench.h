@@ -7,7 +7,7 @@
 //   if (report && report.value().gate.passed)
 //     std::fputs(pacts::bench::to_table(report.value()).c_str(), stdout);
 //
-// Nothing is timed before the gate passed on the same backend object (architecture.md: bench/
+// Nothing is timed before the gate passed on the same backend object (docs/architecture.md: bench/
 // only times what the checks passed). A report is plain data: it converts to a text table, CSV,
 // JSON (read back by from_json, for --baseline) and an SVG plot.
 #pragma once
@@ -145,7 +145,7 @@ struct Row {
   double kv_pct_ceiling = 0, kv_pct_datasheet = 0;  // of the read ceiling / datasheet; 0 = n/a
   double all_pct_ceiling = 0, all_pct_datasheet = 0;
   // `peers` set on an H200: the best paged peer's median time and K/V TB/s at this shape
-  // (../shared/notes/h200-peers.md, same method); 0 = no reference for this device or shape.
+  // (docs/bench.md, same method); 0 = no reference for this device or shape.
   double peer_us = 0, peer_tbs = 0;
   bool ok() const { return status == "ok"; }
 };

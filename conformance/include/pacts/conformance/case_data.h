@@ -47,7 +47,7 @@ enum class Poison {
 // Overwrites every unowned byte of k, v and the scale pools, and every unowned block-table entry
 // (with ids that are out of range, negative, or point at poisoned pages). Returns false, and
 // changes nothing, when the fill does not exist for the format (Inf of e4m3fn): such a fill
-// would silently be a finite value and make the check unable to fail (seeds.md #7092).
+// would silently be a finite value and make the check unable to fail (docs/bug-classes.md, #7092).
 bool poison_unowned(CaseData& c, Poison fill, uint64_t seed);
 
 }  // namespace pacts::conformance

@@ -1,8 +1,9 @@
 // The fault-injecting backend: wraps another backend and plants exactly one known bug, so that
 // the suite can show that its properties bite (spec/properties.md §1, "Every property must
-// bite"). Each fault models a real bug class (seeds.md, spec/operator.md §12) by changing the
-// inputs the wrapper passes to the inner backend, or the outputs it returns; fault_backend.cpp
-// documents each one with the clause it violates. Used by the self-test (ctest label `selftest`).
+// bite"). Each fault models a real bug class (docs/bug-classes.md, spec/operator.md §12) by
+// changing the inputs the wrapper passes to the inner backend, or the outputs it returns;
+// fault_backend.cpp documents each one with the clause it violates. Used by the self-test (ctest
+// label `selftest`).
 #pragma once
 
 #include <pacts/conformance/backend.h>
