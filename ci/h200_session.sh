@@ -37,7 +37,7 @@ grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$OUT/racecheck.log" | h
 step initcheck "$SAN_LIMIT" compute-sanitizer --tool initcheck --error-exitcode 9 \
   "$CONF" --backend hip --cases "$SAN" --gtest_filter='-*DEV_2*' --case-dir "$OUT/failures/ic"
 grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/initcheck.log" | head -5
-# The first speed figures (kernels/hip/NOTES.md's shapes): bf16, D 128, Hkv 8, median of 30.
+# Speed of the timing helper on seven shapes of the peers' grid: bf16, D 128, Hkv 8, median of 30.
 BENCH=$(find "$B" -name pacts-bench-hip -type f | head -1)
 if [ -n "$BENCH" ]; then
   echo "== pacts-bench-hip (B ctx G page)"

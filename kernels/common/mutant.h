@@ -141,7 +141,7 @@
     "elements")                                                                                    \
   G(hip_q_rescale_dropped, "spec/tolerance.md §2 (u_q), spec/properties.md PACTS-EDGE-6",          \
     "the Q~ row rescale before the bf16 rounding dropped: a tiny Q~ row loses its bits in bf16 "   \
-    "(the EDGE-6 finding of kernels/hip/NOTES.md)")                                                \
+    "(the tiny query row of docs/kernel-design.md)")                                               \
   G(hip_lse_first_warp, "spec/operator.md §9",                                                     \
     "the LSE written from the first warp's softmax state instead of the merged one")               \
   G(hip_out_token_stride_packed, "spec/contract.md §1.3",                                          \

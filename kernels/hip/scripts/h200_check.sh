@@ -13,7 +13,8 @@ step() { local name=$1 limit=$2; shift 2; echo "== $name: $*"; local t0=$SECONDS
   timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; local rc=$?; echo "   rc=$rc $((SECONDS - t0)) s"; }
 step conformance 420 "$B/pacts-conformance" --backend hip --cases "$CASES" --case-dir /tmp/failures
 grep -E " cases, |FAILED|QualityWarning" "$OUT/conformance.log" | sed 's/^/   /' | cut -c1-220
-# NOTES.md's table, then forced partition counts (the automatic split's choice against its peers).
+# Seven shapes of the peers' grid, then forced partition counts (the automatic split's choice
+# against its neighbours).
 step bench 100 bash -c "for a in '32 16384 8 64' '32 16384 8 64' '32 16384 8 16' '32 16384 1 64' '128 16384 8 64' '8 16384 8 64' '1 16384 8 64' '32 4096 8 64' '32 16384 8 64 30 1' '32 16384 8 64 30 3' '32 16384 8 64 30 4' '8 16384 8 64 30 4' '128 16384 8 64 30 2'; do $B/pacts-bench-hip \$a; done"
 cat "$OUT/bench.log"
 has() { [[ " $TOOLS " == *" $1 "* ]]; }

@@ -1,8 +1,8 @@
 #!/bin/bash
 # kernel_hashes.sh LIB: one line per sm_90 kernel of a library (or object) built by nvcc: its
 # mangled name, the size of its .text and a hash of the bytes. Two builds whose lines agree run
-# the same machine code, so figures measured on one hold for the other (kernels/hip/NOTES.md:
-# how the final library was tied to the one the H200 catalogue ran). Needs objcopy and python3;
+# the same machine code, so figures measured on one hold for the other (a library rebuilt from
+# unchanged kernels and the one a GPU run measured, for example). Needs objcopy and python3;
 # no CUDA tools (cuobjdump need not be installed). mutation/production_unchanged.sh uses it.
 #   kernels/hip/scripts/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
 set -euo pipefail

@@ -54,7 +54,7 @@ int32_t tile_keys(int32_t head_dim) {
 // blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
 // multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge:
 // on the H200, B 32 x 8 KV heads ran 781 us unsplit against 796 us with 2 partitions, B 8 220 us
-// with 4 against 243 us with 8, NOTES.md); partitions of at least
+// with 4 against 243 us with 8); partitions of at least
 // kMinPartitionKeys, at most kMaxPartitions. Depends on the shape and the multiprocessor count
 // only.
 constexpr int64_t kMinPartitionKeys = 512;

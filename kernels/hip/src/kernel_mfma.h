@@ -1,6 +1,6 @@
 // The MFMA tile kernel of the HIP decode for AMD (gfx942, gfx950: v_mfma_f32_16x16x16_bf16, wave64,
 // bf16 operands, fp32 accumulation): the algorithm and the numerics of the NVIDIA tensor-core
-// kernel (src/kernel_mma.h, NOTES.md "Design of the matrix kernel") with AMD's operand layout
+// kernel (src/kernel_mma.h, docs/kernel-design.md) with AMD's operand layout
 // (platform/matrix_amd.h). Selected by PACTS_HIP_MFMA (src/decode_hip.cpp). Internal to
 // kernels/hip/. COMPILE-CHECKED ONLY (tools/amd_device_check.cpp): it has never run on an AMD GPU;
 // its fragment index algebra is proven on the host by tests/mfma_layout_test.cpp.

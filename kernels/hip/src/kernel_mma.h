@@ -1,7 +1,7 @@
 // The matrix-unit tile kernel of the HIP decode (NVIDIA mma.sync m16n8k16, bf16 operands, fp32
 // accumulation): the algorithm of pacts/decode.h with the math of kernels/common/, for the
 // vendors whose platform layer sets PACTS_HIP_MATRIX_UNIT (platform/matrix_nvidia.h). Internal to
-// kernels/hip/; NOTES.md has the design, the numerics and the figures.
+// kernels/hip/; docs/kernel-design.md has the design and the numerics.
 //
 //   split_kv_mma_kernel  one block per work item (sequence, KV head, partition, row tile), as
 //                        split_kv_kernel (src/kernel.h), whose merge kernel it shares.
@@ -28,11 +28,11 @@
 // the kernel, so its P (0 by selection) meets a zero, never unowned bytes. A key that one row of
 // the tile sees and another does not is owned data: its P is 0 by selection for the row that does
 // not see it (finite owned values give exact zeros; an owned NaN there is outside the contract,
-// §2.3, and can reach that row through 0 * NaN: NOTES.md).
+// §2.3, and can reach that row through 0 * NaN: docs/kernel-design.md).
 //
-// PACTS_UNSAFE_UNMASKED (never in a production target, NOTES.md): every slot of a tile is loaded
-// through its block-table entry, owned or not, and no slot is zero-filled. Only for timing the
-// cost of the masking on valid inputs (pacts-bench's cost of safety).
+// PACTS_UNSAFE_UNMASKED (never in a production target, docs/kernel-design.md): every slot of a tile
+// is loaded through its block-table entry, owned or not, and no slot is zero-filled. Only for
+// timing the cost of the masking on valid inputs (pacts-bench's cost of safety).
 #pragma once
 
 #include "src/kernel.h"
