@@ -1,5 +1,5 @@
 #!/bin/bash
-# The release check of the HIP kernels on one GPU node (an H200), in one call of about 400 s:
+# The release check of the HIP kernels on one GPU node (an H200), in one run of about 400 s:
 # what a kernel change must show (every format and layout conformant, its speed, its mutants).
 # Run from the repository root with a folder BIN holding the binaries of a Release CUDA build
 # (pacts-conformance, pacts-fuzz, pacts-bench, libpacts_bench_unsafe.so, pacts-qualify,

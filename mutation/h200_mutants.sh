@@ -6,14 +6,14 @@
 # Run from the repository root; logs, the table and the killing cases go to $OUT.
 #   mutation/h200_mutants.sh [build-dir] [cases] [jobs]
 # The binary is looked for as build-dir/pacts-mutate-hip, then build-dir/mutation/pacts-mutate-hip.
-# As with kernels/hip/scripts/h200_check.sh, build it here and carry it to the device machine:
+# A GPU node need not have a compiler: build the binary on a build machine and copy it to the node
+# (static CUDA runtime, about 30 MB):
 #   cmake --build build-gmut --target pacts-mutate-hip   (a -DPACTS_ENABLE_CUDA=ON build)
-#   mkdir -p build-hipmut && cp build-gmut/mutation/pacts-mutate-hip build-hipmut/   (static
-#   CUDA runtime, about 30 MB; /build*/ is ignored, so carry it): carry ["build-hipmut"],
-#   mutation/h200_mutants.sh build-hipmut
+#   mkdir -p build-hipmut && cp build-gmut/mutation/pacts-mutate-hip build-hipmut/
+#   mutation/h200_mutants.sh build-hipmut                (on the node)
 # STEPS (default "mutate racecheck") picks the parts. The run of pacts-mutate-hip gets MUTATE_LIMIT
 # (default 420) s; the four racecheck runs (75 s each, one after the other) run next to it, so
-# both fit one 600 s device call.
+# the whole script takes about 420 s.
 set -u
 B=${1:-build-gmut}; CASES=${2:-20}; JOBS=${3:-4}; STEPS=${STEPS:-mutate racecheck}
 MUTATE_LIMIT=${MUTATE_LIMIT:-420}
