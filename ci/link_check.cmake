@@ -76,8 +76,10 @@ else()
   endif()
   if(NOT from_git)
     file(GLOB_RECURSE files RELATIVE "${root}" "${root}/*")
-    list(FILTER files EXCLUDE REGEX
-         "^(\\.git|build[^/]*|out|pacts-failures|pacts-qualify-failures|qualify-[^/]*|pacts-fuzz-out|pacts-bench-failures|mutation-cases)/")
+    # .git and what .gitignore names: build folders and the outputs of runs.
+    set(outputs "out|pacts-failures|pacts-qualify-failures|qualify-[^/]*|pacts-fuzz-out")
+    string(APPEND outputs "|pacts-bench-failures|mutation-cases")
+    list(FILTER files EXCLUDE REGEX "^(\\.git|build[^/]*|${outputs})/")
     list(FILTER files EXCLUDE REGEX "(^|/)\\.git/")
   endif()
 endif()
@@ -129,7 +131,8 @@ foreach(rel IN LISTS files)
   endif()
   # Most files hold no candidate at all: only those are read line by line.
   set(candidate FALSE)
-  if(content MATCHES "${re_outside}" OR content MATCHES "${re_name}" OR content MATCHES "${re_issue}")
+  if(content MATCHES "${re_outside}" OR content MATCHES "${re_name}" OR
+     content MATCHES "${re_issue}")
     set(candidate TRUE)
   elseif(is_md AND content MATCHES "\\]\\(")
     set(candidate TRUE)
