@@ -182,7 +182,8 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
                      stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
   if (prm.partitions == 1) return spec::Status::ok();
-  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_items)),
+  const int64_t merge_blocks = merge_items * detail::merge_slices<D>(prm.rows_per_item);
+  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_blocks)),
                      dim3(detail::kThreads), 0, stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
   return spec::Status::ok();
@@ -444,6 +445,16 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
                       buffers.k_scale, p.k_scale_layout);
   prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.nibble_order, p.v_scale,
                       buffers.v_scale, p.v_scale_layout);
+  {
+    const auto rows_whole = [&](const detail::PoolParams& pool) {
+      const bool contiguous = pool.chunk >= p.head_dim || pool.s_chunk == pool.chunk;
+      return contiguous && reinterpret_cast<uintptr_t>(pool.data) % 16 == 0 &&
+             pool.s_page % 8 == 0 && pool.s_head % 8 == 0 && pool.s_tok % 8 == 0 &&
+             pool.scale_mode == PACTS_SCALE_NONE;
+    };
+    prm.rows_bulk = PACTS_HIP_MATRIX_UNIT && p.kv_format == PACTS_FORMAT_BF16 &&
+                    rows_whole(prm.k) && rows_whole(prm.v);
+  }
   if (plan.num_partitions > 1) {
     const int64_t slots = int64_t{p.batch} * p.num_kv_heads * plan.num_partitions * rows;
     prm.ws_acc = static_cast<float*>(workspace);
