@@ -52,12 +52,13 @@ int32_t tile_keys(int32_t head_dim) {
 
 // Automatic split (spec/operator.md §11 leaves it to the backend): the fewest partitions whose
 // blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
-// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge:
-// on the H200, B 32 x 8 KV heads ran 781 us unsplit against 796 us with 2 partitions, B 8 220 us
-// with 4 against 243 us with 8); partitions of at least
-// kMinPartitionKeys, at most kMaxPartitions. Depends on the shape and the multiprocessor count
-// only.
-constexpr int64_t kMinPartitionKeys = 512;
+// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge),
+// partitions of at least kMinPartitionKeys (four tiles: one per warp of a block), at most
+// kMaxPartitions. A short context at a small batch takes as many partitions as its keys allow:
+// its time is the chain of dependent tiles each warp computes, which more partitions shorten
+// (the merge reads each partial once per row: src/kernel.h, merge_kernel). Depends on the shape
+// and the multiprocessor count only.
+constexpr int64_t kMinPartitionKeys = 64;
 constexpr int64_t kMaxPartitions = 64;
 
 // Whether the plan counts the slots of the split kernels (launch_format): every KV format but
