@@ -16,7 +16,10 @@
 #include <pacts/spec/validate.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <sstream>
+#include <string>
 #include <initializer_list>
 #include <tuple>
 #include <utility>
@@ -106,6 +109,33 @@ class HipTimer final : public Timer {
   }
 
   std::string device() const override { return device_.name; }
+  std::string driver() const override {
+    // The kernel module's version where the system says it (NVIDIA on Linux), then the driver
+    // API version the runtime reports.
+    std::string text;
+    if (std::FILE* f = std::fopen("/proc/driver/nvidia/version", "r")) {
+      char line[512] = {};
+      if (std::fgets(line, sizeof line, f) != nullptr) text = line;
+      std::fclose(f);
+      const size_t module = text.find("Kernel Module");
+      if (module != std::string::npos) {
+        std::istringstream words(text.substr(module + 13));
+        std::string version;
+        words >> version;
+        text = version;
+      } else {
+        text.clear();
+      }
+    }
+    int api = 0;
+    if (hipDriverGetVersion(&api) == hipSuccess)
+      text += (text.empty() ? "" : ", ") + std::string("driver API ") + std::to_string(api);
+    return text;
+  }
+  std::string runtime() const override {
+    int v = 0;
+    return hipRuntimeGetVersion(&v) == hipSuccess ? "runtime " + std::to_string(v) : "";
+  }
   std::string description() const override {
     return "device events around graph replays of decode (merge included), L2 flushed before "
            "each replay (" + std::to_string(flush_.bytes() >> 20) + " MiB memset)";
