@@ -60,7 +60,11 @@ struct MmaShape {
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
   // kStages - 1 tiles in flight while one is computed (D 256: its 5 blocks leave room for 2).
+#if defined(PACTS_EXPERIMENT_BF16_STAGES)  // timing experiments only (bench/ variants)
+  static constexpr int kStages = D == 256 ? 2 : PACTS_EXPERIMENT_BF16_STAGES;
+#else
   static constexpr int kStages = D == 256 ? 2 : 3;
+#endif
   static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
   // A staged row: D elements and 16 bytes of padding, so that the 8 rows an ldmatrix phase reads
   // at one column fall in 8 distinct 16-byte bank groups, and a row is one contiguous bulk copy.
@@ -205,6 +209,14 @@ __device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col,
 // aligned, set by the host): lane l copies the K row (l < 16) or the V row (l >= 16) of slot
 // l % 16 with one bulk copy completing on the stage's barrier `bar`, whose one arrival (lane 0)
 // announces the owned rows' bytes; an unowned slot's row is zeroed by its lane.
+// Timing experiment only (bench/ variant rows_cp_async, never gated): the whole-row path copies a
+// lane's row by 16-byte cp.async instead of one bulk copy.
+#if defined(PACTS_EXPERIMENT_ROWS_CP_ASYNC)
+inline constexpr bool kRowsByCpAsync = true;
+#else
+inline constexpr bool kRowsByCpAsync = false;
+#endif
+
 template <int D>
 __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            uint64_t* bar, int lane) {
@@ -220,7 +232,8 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     // before the bulk copies' writes.
     gpu::fence_proxy_async_shared();
     PACTS_WARP_SYNC();
-    if (lane == 0) gpu::mbarrier_arrive_expect_tx(bar, __popc(owned) * 2u * D * 2u);
+    if (lane == 0 && !kRowsByCpAsync)
+      gpu::mbarrier_arrive_expect_tx(bar, __popc(owned) * 2u * D * 2u);
     if (e < 0) {  // unowned: never an address; zeros of the kernel's own
 #pragma unroll
       for (int c = 0; c < S::kChunks; ++c)
@@ -231,7 +244,12 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
     const uint16_t* src = reinterpret_cast<const uint16_t*>(v_lane ? p.v.data : p.k.data) +
                           (v_lane ? v_row : k_row);
-    gpu::cp_async_bulk_row(dst, src, D * 2, bar);
+    if constexpr (kRowsByCpAsync) {
+#pragma unroll
+      for (int c = 0; c < S::kChunks; ++c) gpu::cp_async16(dst + c * 8, src + c * 8);
+    } else {
+      gpu::cp_async_bulk_row(dst, src, D * 2, bar);
+    }
     return;
   }
   const bool raw_k = p.k.scale_mode == PACTS_SCALE_NONE;
@@ -585,10 +603,13 @@ split_kv_mma_kernel(const Params p) {
       sum += PACTS_SHFL_XOR(sum, 1);
       sum += PACTS_SHFL_XOR(sum, 2);
       state[h].add(sum);
+      // The rescale, unless no lane's row moved its origin (alpha 1: x * 1 is x, bit for bit).
+      if (PACTS_ANY(step.alpha != 1.0f)) {
 #pragma unroll
-      for (int n = 0; n < S::kDTiles; ++n) {
-        acc[n][2 * h] *= step.alpha;
-        acc[n][2 * h + 1] *= step.alpha;
+        for (int n = 0; n < S::kDTiles; ++n) {
+          acc[n][2 * h] *= step.alpha;
+          acc[n][2 * h + 1] *= step.alpha;
+        }
       }
       pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
       pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
@@ -640,7 +661,7 @@ split_kv_mma_kernel(const Params p) {
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
-        if (p.rows_bulk)
+        if (p.rows_bulk && !kRowsByCpAsync)
           gpu::mbarrier_wait_parity(&bars[sc_at], phase);
         else
           gpu::cp_async_wait<S::kStages - 1>();
