@@ -11,12 +11,14 @@
 // tile). The partition's keys are cut into
 // tiles of kKeys = 16 keys; warp w takes tiles w, w + kWarps, ... and keeps its own online-softmax
 // state (m, l per row) and accumulator (16 x D fp32 in C fragments). A warp streams its tiles
-// through its own shared-memory stages: K and V rows stay 16-bit (bf16) there, XOR-swizzled
-// by 16-byte chunk so that ldmatrix and the 16-byte stores are conflict-free; bf16 pools without a
-// scale move by cp.async, two stages (the next tile is in flight while the current one is
-// computed). fp16 or scaled pools (one stage) are decoded and scaled in fp32 (common::scaled: the
-// scale before any product with Q, spec/contract.md §2.1 order 2): K rounded once to bf16, V kept
-// in fp32 and fed as three exact bf16 parts (stage_tile). Per tile: S = Q~ K^T (2 x D/16 MMAs),
+// through its own shared-memory stages. bf16 kernel: K and V rows stay bf16 there, each row padded
+// by 16 bytes so that ldmatrix reads are conflict-free; kStages stages (the next kStages - 1
+// tiles in flight while one is computed); contiguous, aligned rows move by one bulk copy each,
+// completing on the stage's transaction barrier, other layouts by 16-byte cp.async; a scaled K
+// with an unscaled V is decoded (stage_tile). Split kernels (fp16, fp8, MXFP4 or a scaled V): the
+// raw rows are staged as stored and the fragments decoded from them (issue_raw), K rounded once
+// to bf16 after the scale (common::scaled: the scale before any product with Q, spec/contract.md
+// §2.1 order 2), V kept in fp32 and fed as exact bf16 parts. Per tile: S = Q~ K^T (2 x D/16 MMAs),
 // soft-cap, the row max over the quad, common::SoftmaxState, P = expf(s - shift) in fp32 (summed
 // in fp32 into l), P rounded to bf16 as the A operand of P.V (D/8 MMAs, x3 split). No block-wide barrier in
 // the loop. At the end the warps' states are combined in binary64, in warp order, with
