@@ -16,6 +16,7 @@
 #include <pacts/spec/validate.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -117,15 +118,19 @@ class HipTimer final : public Timer {
       char line[512] = {};
       if (std::fgets(line, sizeof line, f) != nullptr) text = line;
       std::fclose(f);
-      const size_t module = text.find("Kernel Module");
+      // "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  ...": the
+      // first word after "Module" that starts with a digit and holds a dot.
+      const size_t module = text.find("Module");
+      std::string version;
       if (module != std::string::npos) {
-        std::istringstream words(text.substr(module + 13));
-        std::string version;
-        words >> version;
-        text = version;
-      } else {
-        text.clear();
+        std::istringstream words(text.substr(module + 6));
+        for (std::string w; words >> w;)
+          if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) {
+            version = w;
+            break;
+          }
       }
+      text = version;
     }
     int api = 0;
     if (hipDriverGetVersion(&api) == hipSuccess)

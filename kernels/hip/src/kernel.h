@@ -726,14 +726,27 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
     }
     __syncthreads();
     if (mine) {
+      // The element's partials in batches of kBatch independent loads, then folded in order.
+      constexpr int kBatch = 8;
       const int64_t za = max(zs.begin, c), zb = min(zs.end, c + n);
-      for (int64_t z = za; z < zb; ++z) {
-        const int j = static_cast<int>(z - c);
-        const uint8_t use = w_use[r][j];
-        if (use & 1u) acc *= w_self[r][j];
-        if (use & 2u)
-          acc += w_other[r][j] *
-                 static_cast<double>(p.ws_acc[((base + z) * p.rows + r0 + r) * D + d]);
+      const float* const part = p.ws_acc + (base * p.rows + r0 + r) * D + d;
+      const int64_t step = int64_t{p.rows} * D;  // from one partition's partial to the next
+      for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
+        float x[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int64_t z = z0 + k;
+          x[k] = z < zb && (w_use[r][z - c] & 2u) ? part[z * step] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int64_t z = z0 + k;
+          if (z >= zb) break;
+          const int j = static_cast<int>(z - c);
+          const uint8_t use = w_use[r][j];
+          if (use & 1u) acc *= w_self[r][j];
+          if (use & 2u) acc += w_other[r][j] * static_cast<double>(x[k]);
+        }
       }
     }
     __syncthreads();  // the chunk's weights are read before the next chunk's are written

@@ -61,11 +61,13 @@ struct MmaShape {
   static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
-  // kStages - 1 tiles in flight while one is computed (D 256: its 5 blocks leave room for 2).
+  // kStages - 1 tiles in flight while one is computed. On the H200 a third stage gained nothing
+  // at large batches (B32 ctx16k: 690.7 us with three, 690.1 with two) and cost 5-10 % at batch
+  // 1 (the prologue's copies): two.
 #if defined(PACTS_EXPERIMENT_BF16_STAGES)  // timing experiments only (bench/ variants)
   static constexpr int kStages = D == 256 ? 2 : PACTS_EXPERIMENT_BF16_STAGES;
 #else
-  static constexpr int kStages = D == 256 ? 2 : 3;
+  static constexpr int kStages = 2;
 #endif
   static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
   // A staged row: D elements and 16 bytes of padding, so that the 8 rows an ldmatrix phase reads
