@@ -1,6 +1,7 @@
 // pacts HIP platform layer, NVIDIA side: the matrix-unit and asynchronous-copy instructions of
-// the tensor-core tile kernel (src/kernel_mma.h), as inline PTX for sm_80 and later (the build
-// targets sm_90). Include "platform/gpu.h", never this file: it is the only place that names
+// the tensor-core tile kernel (src/kernel_mma.h), as inline PTX: mma.sync, ldmatrix and cp.async
+// for sm_80 and later, the bulk copies and transaction barriers for sm_90 (the build targets
+// sm_90). Include "platform/gpu.h", never this file: it is the only place that names
 // these instructions, so nothing outside platform/ knows the vendor.
 //
 // Operand layouts are those of the PTX ISA, "Matrix fragments for mma.m16n8k16" (bf16): per

@@ -53,11 +53,11 @@ int32_t tile_keys(int32_t head_dim) {
 // Automatic split (spec/operator.md §11 leaves it to the backend): the fewest partitions whose
 // blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
 // multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge),
-// partitions of at least kMinPartitionKeys (four tiles: one per warp of a block), at most
-// kMaxPartitions. A short context at a small batch takes as many partitions as its keys allow:
-// its time is the chain of dependent tiles each warp computes, which more partitions shorten
-// (the merge reads each partial once per row: src/kernel.h, merge_kernel). Depends on the shape
-// and the multiprocessor count only.
+// partitions of at least kMinPartitionKeys (a few tiles: the tile kernels' tiles are 16 or 32
+// keys), at most kMaxPartitions. A short context at a small batch takes as many partitions as
+// its keys allow: its time is the chain of dependent tiles each warp computes, which more
+// partitions shorten (the merge computes each partition's weights once per row: src/kernel.h,
+// merge_kernel). Depends on the shape and the multiprocessor count only.
 constexpr int64_t kMinPartitionKeys = 64;
 constexpr int64_t kMaxPartitions = 64;
 

@@ -19,7 +19,9 @@
 // Poison-proof by construction (spec/contract.md §1, §5): block-table entries, K/V rows and scales
 // are read for owned keys only (U_b cut to the partition); a row's P.V runs over its own visible
 // range, so a masked key is never multiplied by a zero weight; Q and sinks are read for non-empty
-// rows only; the merge reads a partial only where the masks say the row has keys in it.
+// rows only; the merge reads every item's (max, sum) partials, which every tile block writes for
+// each of its rows (an empty one as (-inf, 0)), and an accumulator partial only where the merge
+// weights use it.
 #pragma once
 
 // The platform first: kernels/common's PACTS_HD needs the vendor's __host__ __device__.
@@ -345,7 +347,8 @@ __device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, Key
   owned.end = min(owned.end, int64_t{p.max_pages_per_seq} * p.page_size);
 #endif
   if (lane >= kKeys || !owned.contains(j)) return -1;
-  // 32-bit division: the plan keeps the key range plus a tile below 2^31 (plan()).
+  // 32-bit division: validation keeps max_pages_per_seq x page_size below 2^31, and j exceeds it
+  // by less than a tile.
   const uint32_t ju = static_cast<uint32_t>(j), ps = static_cast<uint32_t>(p.page_size);
   const uint32_t column = ju / ps;
   const int64_t page = p.block_table[b * p.block_table_stride + column];

@@ -201,8 +201,8 @@ __device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col,
     *reinterpret_cast<uint4*>(dst) = load_raw8<PACTS_FORMAT_BF16>(pool, row, col);
 }
 
-// The bf16 kernel's copies of tile [t0, t0 + kKeys) into `stage` (two K and V tiles of bf16,
-// XOR-swizzled), from the lanes' slot_entry values. Slots outside the owned keys are zeroed by the
+// The bf16 kernel's copies of tile [t0, t0 + kKeys) into `stage` (two K and V tiles of bf16, rows
+// padded to kRowPad), from the lanes' slot_entry values. Slots outside the owned keys are zeroed by the
 // kernel (their entries and rows are never read). V is bf16 without a scale (the host picks
 // kSplitV otherwise): copied as stored, by cp.async where a row's 16 bytes are aligned and in one
 // chunk (asynchronous: the next tile is in flight while this one is computed), by loads
@@ -621,9 +621,7 @@ split_kv_mma_kernel(const Params p) {
   };
 
   if constexpr (!kSplitV) {
-    // bf16 K and V: two stages of swizzled bf16 tiles (stage_tile). The block-table entries of a
-    // tile are loaded one tile before its copies are issued, and the copies one tile before it is
-    // computed.
+    // bf16 K and V: kStages stages of bf16 tiles with padded rows (stage_tile).
     uint16_t* const stages = sm.stage(warp);
     uint64_t* const bars = sm.bar[warp];
     const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
