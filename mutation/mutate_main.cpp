@@ -11,9 +11,9 @@
 // or the timeout as such, with the property that was running. Before any mutant, the child "none"
 // (no mutant) must pass every Mandatory property under the same budget: a kill is meaningless on
 // a catalogue that fails anyway.
+#include <pacts/backends/host.h>
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/case_file.h>
-#include <pacts/conformance/host_backend.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/runner.h>
 
@@ -43,10 +43,14 @@ extern char** environ;
 #if !defined(PACTS_MUTATE_HIP)
 #define PACTS_MUTATE_HIP 0
 #endif
+#if PACTS_MUTATE_HIP
+#include <pacts/backends/hip.h>
+#endif
 
 namespace pacts::mutation {
 namespace {
 
+namespace backends = pacts::backends;
 namespace common = pacts::kernels::common;
 namespace conformance = pacts::conformance;
 
@@ -72,13 +76,15 @@ struct Options {
 // The backend under test, built after the mutant is set; nullptr (with the reason on stderr)
 // when it cannot be used, e.g. no GPU.
 std::unique_ptr<conformance::Backend> make_under_test(const Options& o) {
-  if (o.backend == "hip") return conformance::make_backend("hip");
-  return conformance::make_host_backend(o.threads);
+#if PACTS_MUTATE_HIP
+  if (o.backend == "hip") return backends::make_hip_backend();
+#endif
+  return backends::make_host_backend(o.threads);
 }
 
 // --- the child: one mutant against the catalogue ----------------------------------------------
 
-// The property as pacts-mutate runs it: small shapes, as kernels/tests/host_conformance_test.cpp
+// The property as pacts-mutate runs it: small shapes, as backends/tests/host_conformance_test.cpp
 // runs the planted faults, so that every mutant gets the whole catalogue within CI's budget.
 conformance::Property bounded(const conformance::Property& p) {
   conformance::Property small = p;

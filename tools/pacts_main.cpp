@@ -5,11 +5,13 @@
 //                                                     an exchange directory made by another tool
 // Exit status: 0 pass (NotSupported and QualityWarning are not failures, spec/properties.md §1),
 // 1 fail, 2 usage or load error.
+#include <pacts/backends/register.h>
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/check_util.h>
 #include <pacts/conformance/exchange.h>
 #include <pacts/conformance/generators.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
 #include <pacts/reference/decode.h>
 
@@ -202,6 +204,7 @@ int check_case_file(const std::string& path, const std::string& backend_name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pacts::backends::register_all();
   CLI::App app{"pacts: replay paged-attention decode cases (spec/case_files.md)"};
   app.require_subcommand(1);
   CLI::App* cases = app.add_subcommand("case", "run or check one case");

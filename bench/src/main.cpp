@@ -12,6 +12,7 @@
 // Progress on stderr, the table on stdout. Exit status: 0 done; 1 bad arguments or a tool
 // error; 2 the gate failed (nothing timed; the failing properties and case files are named);
 // 3 --baseline found changes beyond the noise; 4 a timed call produced an error.
+#include <pacts/backends/register.h>
 #include <pacts/bench/bench.h>
 
 #include <CLI/CLI.hpp>
@@ -37,6 +38,7 @@ bool write_file(const std::string& path, const std::string& text) {
 
 int main(int argc, char** argv) {
   namespace bench = pacts::bench;
+  pacts::backends::register_all();
   CLI::App app{"pacts-bench: decode kernels timed behind the conformance gate"};
   std::string backend = "host", set = "peers", csv, json, svg, baseline;
   bench::Options o;

@@ -7,9 +7,11 @@
 // load error (an unknown backend, a plugin the loader refuses, an unreadable mustpass set).
 #include "report.h"
 
+#include <pacts/backends/plugin.h>
+#include <pacts/backends/register.h>
 #include <pacts/conformance/mustpass.h>
-#include <pacts/conformance/plugin_backend.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
 #include <pacts/conformance/self_checks.h>
 
@@ -42,6 +44,7 @@
 
 namespace {
 
+namespace pb = pacts::backends;
 namespace pc = pacts::conformance;
 namespace rpt = pacts::conformance::report;
 
@@ -130,7 +133,7 @@ void describe_environment(const pc::Backend& backend, rpt::BackendSection& secti
   section.device = backend.device();
   section.capabilities = backend.capabilities();
   section.profile = backend.profile();
-  if (const pc::PluginInfo* plugin = pc::plugin_info(backend)) {
+  if (const pb::PluginInfo* plugin = pb::plugin_info(backend)) {
     section.driver = plugin->driver.empty() ? "not reported by the plugin" : plugin->driver;
     section.runtime = plugin->runtime.empty() ? "not reported by the plugin" : plugin->runtime;
     section.plugin_path = plugin->path;
@@ -248,6 +251,7 @@ void print_summary(const rpt::Report& report) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pb::register_all();
   CLI::App app{"pacts-qualify: qualify the paged-attention decode backends of this machine "
                "against the pacts spec and write the report"};
   Settings settings;
@@ -317,23 +321,29 @@ int main(int argc, char** argv) {
   report.compile_only = {"AMD gfx942", "AMD gfx950"};
 #endif
 
-  // The backends: named ones, or every one present; then the plugins.
+  // The backends: named ones, or every one registered; then the plugins.
   const bool defaulted = backends.empty();
   std::vector<Opened> opened;
   if (defaulted) {
-    for (const std::string& name : pc::backend_names())
-      if (name != "reference" && name != "hip") backends.push_back(name);
-    // Every GPU: "hip" (GPU 0), "hip:1", ... until one cannot be opened (its reason is printed).
-    const auto names = pc::backend_names();
-    if (std::find(names.begin(), names.end(), "hip") != names.end()) {
+    for (const std::string& name : pc::backend_names()) {
+      const pc::BackendFactory* factory = pc::find_backend(name);
+      if (name == "reference") continue;
+      if (factory->kind != pc::NameKind::kDevices) {
+        backends.push_back(name);
+        continue;
+      }
+      // Every device of a device backend: "hip" (GPU 0), "hip:1", ... until one cannot be opened
+      // (its reason is printed).
+      const size_t before = opened.size();
       for (int ordinal = 0; ordinal < kMaxGpus; ++ordinal) {
-        const std::string target = ordinal == 0 ? std::string("hip") : "hip:" + std::to_string(ordinal);
+        const std::string target = ordinal == 0 ? name : name + ":" + std::to_string(ordinal);
         std::unique_ptr<pc::Backend> gpu = pc::make_backend(target);
         if (!gpu) break;
         opened.push_back({std::move(gpu), target});
       }
-      if (opened.empty())
-        report.notes.push_back("backend hip is in this build but no GPU could be opened: not qualified");
+      if (opened.size() == before)
+        report.notes.push_back("backend " + name +
+                               " is in this build but no GPU could be opened: not qualified");
     }
   }
   for (const std::string& name : backends) {
@@ -347,7 +357,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& path : libraries) {
-    auto plugin = pc::load_plugin_backend(path);
+    auto plugin = pb::load_plugin_backend(path);
     if (!plugin) {
       std::fprintf(stderr, "pacts-qualify: %s\n", plugin.status().to_string().c_str());
       return kExitUsage;

@@ -5,8 +5,10 @@
 // default, printed), --cases N (per property), --case-dir DIR (minimal failing cases),
 // --backend-lib PATH (an external backend, pacts/backend_abi.h, instead of --backend; its tests
 // are named after the name the plugin declares).
-#include <pacts/conformance/plugin_backend.h>
+#include <pacts/backends/plugin.h>
+#include <pacts/backends/register.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
 
 #include <gtest/gtest.h>
@@ -98,6 +100,8 @@ std::string take_option(int& argc, char** argv, const std::string& name, const s
 
 int main(int argc, char** argv) {
   using namespace pacts::conformance;
+  namespace pb = pacts::backends;
+  pb::register_all();
   Config& cfg = config();
   cfg.backend = take_option(argc, argv, "--backend", cfg.backend);
   const std::string library = take_option(argc, argv, "--backend-lib", "");
@@ -111,13 +115,13 @@ int main(int argc, char** argv) {
   if (library.empty()) {
     backend = make_backend(cfg.backend);
   } else {
-    auto plugin = load_plugin_backend(library);
+    auto plugin = pb::load_plugin_backend(library);
     if (!plugin) {
       std::fprintf(stderr, "pacts-conformance: %s\n", plugin.status().to_string().c_str());
       return 2;
     }
     backend = std::move(plugin).value();
-    cfg.backend = plugin_info(*backend)->declared;
+    cfg.backend = pb::plugin_info(*backend)->declared;
   }
   if (!backend) {
     std::fprintf(stderr, "pacts-conformance: unknown backend '%s'; known:", cfg.backend.c_str());

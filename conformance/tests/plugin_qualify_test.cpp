@@ -4,12 +4,14 @@
 // refuse broken plugins with messages that name the library, symbol, field and value; a plugin
 // that computes wrongly must make pacts-qualify exit non-zero, naming the property and the case
 // files; and the report must parse.
+#include <pacts/backends/host.h>
+#include <pacts/backends/plugin.h>
+#include <pacts/backends/register.h>
 #include <pacts/conformance/case_data.h>
 #include <pacts/conformance/fault_backend.h>
-#include <pacts/conformance/host_backend.h>
 #include <pacts/conformance/mustpass.h>
-#include <pacts/conformance/plugin_backend.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -37,7 +39,19 @@ namespace pacts::conformance {
 namespace {
 
 namespace fs = std::filesystem;
+using backends::kPluginPrefix;
+using backends::load_plugin_backend;
+using backends::make_host_backend;
+using backends::plugin_info;
+using backends::PluginInfo;
 using nlohmann::json;
+
+// make_backend() knows the names the backends register: the test registers them as a program's
+// main() does.
+[[maybe_unused]] const bool registered = [] {
+  backends::register_all();
+  return true;
+}();
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -7,6 +7,8 @@
 #include "campaign.h"
 #include "commands.h"
 
+#include <pacts/backends/register.h>
+
 #include <CLI/CLI.hpp>
 
 #include <csignal>
@@ -89,6 +91,7 @@ void print_report(const pf::Summary& s, const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pacts::backends::register_all();
   // `run` is the default subcommand: `pacts-fuzz --seconds 300 --out DIR` is a campaign.
   std::vector<std::string> args(argv + 1, argv + argc);
   const bool help = !args.empty() && (args[0] == "-h" || args[0] == "--help");

@@ -7,9 +7,12 @@
 #include <cstdint>
 #include <memory>
 
-namespace pacts::conformance {
+namespace pacts::backends {
 
 // `threads` worker threads (0 = all hardware threads). Results never depend on it.
-std::unique_ptr<Backend> make_host_backend(int32_t threads = 0);
+std::unique_ptr<conformance::Backend> make_host_backend(int32_t threads = 0);
 
-}  // namespace pacts::conformance
+// Registers "host" (all hardware threads) in the conformance registry.
+void register_host_backend();
+
+}  // namespace pacts::backends

@@ -12,7 +12,8 @@
 // allocations. Device copies keep the host pointers' offset modulo 256, so alignment cases reach
 // the kernels as the suite built them. The workspace is filled before every run with a poison
 // that alternates between runs (NaN bytes, then a large finite value), as for the host backend.
-#include <pacts/conformance/hip_backend.h>
+#include <pacts/backends/hip.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/hip.h>
 
 #include "kernel_adapter.h"
@@ -24,8 +25,12 @@
 #include <utility>
 #include <vector>
 
-namespace pacts::conformance {
+namespace pacts::backends {
 namespace {
+
+using conformance::Backend;
+using conformance::Capabilities;
+using conformance::RunResult;
 
 // One device allocation of a host view, offset like the host pointer modulo 256.
 class DeviceView {
@@ -243,4 +248,20 @@ std::unique_ptr<Backend> make_hip_backend(int32_t ordinal) {
   return std::make_unique<HipBackend>(dev.value(), ordinal);
 }
 
-}  // namespace pacts::conformance
+int32_t hip_device_count() {
+  // pacts/hip.h has no count: probe ordinals until the runtime refuses one (DeviceError).
+  int32_t n = 0;
+  while (n < 64 && kernels::hip::device(n).is_ok()) ++n;
+  return n;
+}
+
+void register_hip_backend() {
+  conformance::BackendFactory f;
+  f.name = "hip";
+  f.kind = conformance::NameKind::kDevices;
+  f.make = [](const std::string& ordinal) { return make_hip_backend(std::stoi(ordinal)); };
+  f.device_count = hip_device_count;
+  conformance::register_backend(std::move(f));
+}
+
+}  // namespace pacts::backends

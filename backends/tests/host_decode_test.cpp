@@ -1,8 +1,8 @@
 // pacts::kernels::host::decode through its own API: thread-count invariance, refusals that write
 // nothing, device-resident preconditions, e8m0 extremes, stale workspaces, poisoned inputs.
+#include <pacts/backends/host.h>
 #include <pacts/conformance/case_data.h>
 #include <pacts/conformance/check_util.h>
-#include <pacts/conformance/host_backend.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/decode.h>
 #include <pacts/host.h>
@@ -234,7 +234,7 @@ TEST(HostDecode, DevicePreconditions) {
 // spec/contract.md §2.1: K e8m0 bytes up to 250 with a Q small enough for in-range logits stay
 // finite and within tolerance (aiter overflowed at byte 249 by scaling after the product).
 TEST(HostDecode, E8m0ExtremesStayFinite) {
-  auto host = conformance::make_host_backend(2);
+  auto host = backends::make_host_backend(2);
   for (int32_t high : {240, 249, 250}) {
     CaseShape s;
     s.batch = 2;

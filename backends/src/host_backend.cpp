@@ -8,7 +8,8 @@
 // poison pattern that alternates between runs (NaN bytes, then a large finite value), so that a
 // kernel reading a partial it did not write in the same call would change its output between
 // two runs of one plan (PACTS-META-2, PACTS-POISON-5) or make it NaN (PACTS-ACC-1).
-#include <pacts/conformance/host_backend.h>
+#include <pacts/backends/host.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/decode.h>
 #include <pacts/host.h>
 
@@ -16,10 +17,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
-namespace pacts::conformance {
+namespace pacts::backends {
 namespace {
+
+using conformance::Backend;
+using conformance::Capabilities;
+using conformance::RunResult;
 
 class HostBackend final : public Backend {
  public:
@@ -101,4 +108,11 @@ std::unique_ptr<Backend> make_host_backend(int32_t threads) {
   return std::make_unique<HostBackend>(threads);
 }
 
-}  // namespace pacts::conformance
+void register_host_backend() {
+  conformance::BackendFactory f;
+  f.name = "host";
+  f.make = [](const std::string&) { return make_host_backend(); };
+  conformance::register_backend(std::move(f));
+}
+
+}  // namespace pacts::backends

@@ -1,10 +1,10 @@
 // The host backend through the conformance catalogue: every property of
-// conformance::catalogue() against the "host" adapter (conformance/src/host_backend.cpp), fixed
+// conformance::catalogue() against the "host" adapter (backends/src/host_backend.cpp), fixed
 // seed, 30 generated cases each, no Fail allowed; PACTS-META-3 with 1, 2 and many partitions;
 // and every fault of the fault-injecting backend, planted around the host backend, caught.
+#include <pacts/backends/host.h>
 #include <pacts/conformance/check_util.h>
 #include <pacts/conformance/fault_backend.h>
-#include <pacts/conformance/host_backend.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/runner.h>
 
@@ -18,6 +18,8 @@
 
 namespace pacts::conformance {
 namespace {
+
+using backends::make_host_backend;
 
 constexpr uint64_t kSeed = 20261129;  // fixed in CI (docs/conventions.md), printed with each result
 constexpr int32_t kCases = 30;

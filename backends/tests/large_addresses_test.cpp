@@ -2,8 +2,8 @@
 // valid, has the same reference answer, puts every owned page / last row past the threshold,
 // and the bytes a wrapped offset would reach are NaN, so a wrap makes ACC-1 fail (the property's
 // planted fault). The GPU runs it at 2^31 (spec/properties.md PACTS-DEV-2).
+#include <pacts/backends/host.h>
 #include <pacts/conformance/check_util.h>
-#include <pacts/conformance/host_backend.h>
 #include <pacts/conformance/large_addresses.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/spec/validate.h>
@@ -15,6 +15,8 @@
 
 namespace pacts::conformance {
 namespace {
+
+using backends::make_host_backend;
 
 constexpr int64_t kThreshold = int64_t{1} << 16;
 constexpr uint64_t kSeeds = 60;

@@ -7,7 +7,10 @@
 
 #include <cstdint>
 
-namespace pacts::conformance {
+namespace pacts::backends {
+
+using conformance::PlanHint;
+using conformance::PlanUsed;
 
 // plan()'s fixed_partition_size and fixed_partitions for a hint (0: not fixed).
 struct FixedSplit {
@@ -31,4 +34,4 @@ inline PlanUsed plan_used(const kernels::Plan& plan) {
   return used;
 }
 
-}  // namespace pacts::conformance
+}  // namespace pacts::backends

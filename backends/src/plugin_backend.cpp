@@ -5,7 +5,8 @@
 // a capability the spec does not define would turn Fail into NotSupported (or the reverse), and a
 // numerics value out of range would make the tolerance bound meaningless (spec/tolerance.md §2).
 #include <pacts/backend_abi.h>
-#include <pacts/conformance/plugin_backend.h>
+#include <pacts/backends/plugin.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/spec/formats.h>
 
 #include <dlfcn.h>
@@ -13,14 +14,22 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
-namespace pacts::conformance {
+namespace pacts::backends {
 namespace {
+
+using conformance::Backend;
+using conformance::Capabilities;
+using conformance::Job;
+using conformance::PlanHint;
+using conformance::RunResult;
 
 using spec::Status;
 
@@ -371,4 +380,19 @@ const PluginInfo* plugin_info(const Backend& backend) {
   return plugin ? &plugin->info() : nullptr;
 }
 
-}  // namespace pacts::conformance
+void register_plugin_backend() {
+  conformance::BackendFactory f;
+  f.name = kPluginPrefix;
+  f.kind = conformance::NameKind::kPrefix;
+  f.listed = false;
+  // A refusal is printed, as the hip backend prints why it cannot open a device.
+  f.make = [](const std::string& path) -> std::unique_ptr<Backend> {
+    auto plugin = load_plugin_backend(path);
+    if (plugin) return std::move(plugin).value();
+    std::fprintf(stderr, "%s\n", plugin.status().to_string().c_str());
+    return nullptr;
+  };
+  conformance::register_backend(std::move(f));
+}
+
+}  // namespace pacts::backends

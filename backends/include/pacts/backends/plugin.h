@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-namespace pacts::conformance {
+namespace pacts::backends {
 
 // What a plugin says about itself beyond the Backend interface (for the qualification report).
 struct PluginInfo {
@@ -29,9 +29,13 @@ inline constexpr const char* kPluginPrefix = "lib:";
 // value outside its range, a missing function.
 // The backend's name() is kPluginPrefix + the absolute path: what --backend accepts, so a saved
 // case's replay command ("pacts case run FILE --backend lib:/x/libp.so") works as printed.
-spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& path);
+spec::Result<std::unique_ptr<conformance::Backend>> load_plugin_backend(const std::string& path);
 
 // The plugin's own account of itself, or nullptr when `backend` is not a plugin backend.
-const PluginInfo* plugin_info(const Backend& backend);
+const PluginInfo* plugin_info(const conformance::Backend& backend);
 
-}  // namespace pacts::conformance
+// Registers the prefix "lib:" in the conformance registry: make_backend("lib:PATH") loads PATH
+// (a refusal is printed on stderr and makes no backend).
+void register_plugin_backend();
+
+}  // namespace pacts::backends
