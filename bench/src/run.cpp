@@ -43,13 +43,7 @@ spec::Status check_options(const Target& target, const Options& o) {
 
 spec::Result<std::unique_ptr<Timer>> make_timer(const Target& target, const Options& options) {
   if (target.kind == "host") return make_host_timer(options);
-#if defined(PACTS_BENCH_HAVE_HIP)
-  return make_hip_timer(target.ordinal, options);
-#else
-  return spec::not_supported("backend " + target.backend +
-                             ": this build has no HIP kernels (configure with "
-                             "-DPACTS_ENABLE_CUDA=ON)");
-#endif
+  return make_hip_timer(target, options);
 }
 
 Row make_row(const Shape& shape, const std::string& variant, std::string status) {

@@ -1,5 +1,6 @@
-// The bench's input values, one rule for the host and the device fill alike: element i of a
-// buffer is a finite code derived from (seed, i) by a hash. Timing does not depend on the values,
+// The input values pacts-bench times the kernels on, one rule for its host fill and the device
+// fill (bench_timing.cpp) alike: element i of a buffer is a finite code derived
+// from (seed, i) by a hash. Timing does not depend on the values,
 // but non-finite inputs would make every output NaN and hide a broken timed call, so codes are
 // drawn from raw bit patterns (docs/conventions.md) with the bits that reach NaN/Inf masked off.
 #pragma once
@@ -10,7 +11,7 @@
 
 #include <cstdint>
 
-namespace pacts::bench {
+namespace pacts::kernels::bench {
 
 // splitmix64's finalizer of seed ^ i (a stateless hash, so device threads fill independently).
 PACTS_HD inline uint64_t input_hash(uint64_t seed, uint64_t i) {
@@ -63,4 +64,4 @@ PACTS_HD inline void store_input(uint8_t* dst, pacts_format f, uint64_t seed, ui
   for (int b = 0; b < eb; ++b) dst[b] = static_cast<uint8_t>(code >> (8 * b));
 }
 
-}  // namespace pacts::bench
+}  // namespace pacts::kernels::bench
