@@ -1,4 +1,4 @@
-#include "report.h"
+#include "qualify_report.h"
 
 #include <pacts/spec/formats.h>
 

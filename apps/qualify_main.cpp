@@ -5,7 +5,7 @@
 // fixed seed. Prints a summary and writes the report (report.md, report.json, report.junit.xml)
 // into --out DIR. Exit status: 0 when nothing Mandatory failed, 1 otherwise, 2 on a usage or
 // load error (an unknown backend, a plugin the loader refuses, an unreadable mustpass set).
-#include "report.h"
+#include "qualify_report.h"
 
 #include <pacts/backends/plugin.h>
 #include <pacts/backends/register.h>
