@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   o.ceiling_bytes = ceiling_mib << 20;
   o.unsafe = !no_unsafe;
+  o.suite_version = PACTS_SUITE_VERSION;
 
   const pacts::spec::Result<std::vector<bench::Shape>> shapes = bench::shape_set(set);
   if (!shapes) {

@@ -31,10 +31,13 @@ configure(ON rc text)
 if(rc EQUAL 0)
   message(FATAL_ERROR "module graph bites: the planted edges were not reported")
 endif()
-set(expected
-    "conformance reaches kernels: pacts_conformance -> pacts_kernels_host (conformance may link spec, reference)"
-    "kernels reaches conformance: pacts_kernels_test -> pacts_conformance (kernels may link spec)"
-    "module graph: 2 edge(s) outside")
+set(expected)
+string(CONCAT line "conformance reaches kernels: pacts_conformance -> pacts_kernels_host "
+                   "(conformance may link spec, reference)")
+list(APPEND expected "${line}")
+list(APPEND expected
+     "kernels reaches conformance: pacts_kernels_test -> pacts_conformance (kernels may link spec)"
+     "module graph: 2 edge(s) outside")
 foreach(line IN LISTS expected)
   string(FIND "${text}" "${line}" at)
   if(at LESS 0)

@@ -166,9 +166,8 @@ endforeach()
 
 # ---- Pass 3: the calls -------------------------------------------------------------------------
 set(count 0)
-set(re_call
-    "^[ \t]*(target_[a-z_]+|set_target_properties|get_target_property|add_dependencies|set_property)")
-string(APPEND re_call "[ \t]*\\((.*)$")
+set(re_call "^[ \t]*(target_[a-z_]+|set_target_properties|get_target_property|")
+string(APPEND re_call "add_dependencies|set_property)[ \t]*\\((.*)$")
 foreach(rel IN LISTS files)
   folder_of("${rel}" folder)
   set(number 0)

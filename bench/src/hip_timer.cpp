@@ -17,8 +17,12 @@
 #include <pacts/spec/validate.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -48,6 +52,36 @@ class HipTimer final : public Timer {
   }
 
   std::string device() const override { return device_.name; }
+  std::string driver() const override {
+    // The kernel module's version where the system says it (NVIDIA on Linux), then the driver
+    // API version the runtime reports.
+    std::string text;
+    if (std::FILE* f = std::fopen("/proc/driver/nvidia/version", "r")) {
+      char line[512] = {};
+      if (std::fgets(line, sizeof line, f) != nullptr) text = line;
+      std::fclose(f);
+      // "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  ...": the
+      // first word after "Module" that starts with a digit and holds a dot.
+      const size_t module = text.find("Module");
+      std::string version;
+      if (module != std::string::npos) {
+        std::istringstream words(text.substr(module + 6));
+        for (std::string w; words >> w;)
+          if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) {
+            version = w;
+            break;
+          }
+      }
+      text = version;
+    }
+    if (const spec::Result<int> api = gpu::driver_api_version(); api)
+      text += (text.empty() ? "" : ", ") + std::string("driver API ") + std::to_string(api.value());
+    return text;
+  }
+  std::string runtime() const override {
+    const spec::Result<int> v = gpu::runtime_version();
+    return v ? "runtime " + std::to_string(v.value()) : "";
+  }
   std::string description() const override {
     return "device events around graph replays of decode (merge included), L2 flushed before "
            "each replay (" + std::to_string(flush_.bytes() >> 20) + " MiB memset)";

@@ -43,6 +43,8 @@ class Timer {
   virtual ~Timer() = default;
   virtual std::string device() const = 0;
   virtual std::string description() const = 0;   // how time is taken, for the report
+  virtual std::string driver() const { return ""; }   // GPU driver version, "" on the host
+  virtual std::string runtime() const { return ""; }  // GPU runtime version, "" on the host
   virtual double datasheet_tbs() const = 0;      // 0 = unknown
   virtual std::vector<std::string> notes() const { return {}; }
   virtual std::vector<std::string> variants() const = 0;  // "safe" first, then "unsafe" if any

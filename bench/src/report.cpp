@@ -71,6 +71,10 @@ KvLayout layout_from(const std::string& name) {
 std::string to_table(const Report& r) {
   std::string out;
   out += "pacts-bench  set " + r.set + "  backend " + r.backend + "  device " + r.device + "\n";
+  if (!r.driver.empty() || !r.runtime.empty() || !r.suite_version.empty())
+    out += "provenance: driver " + (r.driver.empty() ? "-" : r.driver) + "; " +
+           (r.runtime.empty() ? "-" : r.runtime) + "; pacts " +
+           (r.suite_version.empty() ? "-" : r.suite_version) + "\n";
   out += "timer: " + r.timer + "; " + std::to_string(r.repeats) + " repeats after " +
          std::to_string(r.warmup) + " warm-up, data seed " + std::to_string(r.data_seed) + "\n";
   out += "gate: " +
@@ -183,6 +187,9 @@ std::string to_json(const Report& r) {
       {"set", r.set},
       {"backend", r.backend},
       {"device", r.device},
+      {"driver", r.driver},
+      {"runtime", r.runtime},
+      {"suite_version", r.suite_version},
       {"timer", r.timer},
       {"repeats", r.repeats},
       {"warmup", r.warmup},
@@ -211,6 +218,9 @@ spec::Result<Report> from_json(std::string_view text) {
     r.set = j.at("set").get<std::string>();
     r.backend = j.at("backend").get<std::string>();
     r.device = j.at("device").get<std::string>();
+    r.driver = j.value("driver", std::string());  // absent in reports of older versions
+    r.runtime = j.value("runtime", std::string());
+    r.suite_version = j.value("suite_version", std::string());
     r.timer = j.at("timer").get<std::string>();
     r.repeats = j.at("repeats").get<int32_t>();
     r.warmup = j.at("warmup").get<int32_t>();

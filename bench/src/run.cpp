@@ -35,6 +35,9 @@ spec::Status check_options(const Target& target, const Options& o) {
     return spec::invalid_argument("warmup " + std::to_string(o.warmup) + ": accepted 0 to 1000");
   if (o.limit < 0)
     return spec::invalid_argument("limit " + std::to_string(o.limit) + ": must be >= 0");
+  if (o.partitions < 0)
+    return spec::invalid_argument("partitions " + std::to_string(o.partitions) +
+                                  ": must be >= 0 (0 = the automatic split)");
   if (o.datasheet_tbs < 0)
     return spec::invalid_argument("datasheet_tbs " + std::to_string(o.datasheet_tbs) +
                                   ": must be >= 0 (0 = from the device name)");
@@ -165,6 +168,9 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
   if (!made) return made.status();
   Timer& timer = *made.value();
   report.device = timer.device();
+  report.driver = timer.driver();
+  report.runtime = timer.runtime();
+  report.suite_version = options.suite_version;
   report.timer = timer.description();
   report.notes = timer.notes();
   report.datasheet_tbs = options.datasheet_tbs > 0 ? options.datasheet_tbs : timer.datasheet_tbs();

@@ -585,6 +585,12 @@ TEST(Command, PassingHostBackendWritesTableCsvJsonSvg) {
   }
   // JSON round trip is lossless for what compare() reads.
   EXPECT_EQ(to_json(from_json(to_json(r)).value()), to_json(r));
+  // Provenance: the program records its suite version; the host has no GPU driver or runtime.
+  EXPECT_NE(r.suite_version.find("git "), std::string::npos) << r.suite_version;
+  EXPECT_EQ(r.driver, "");
+  EXPECT_EQ(r.runtime, "");
+  EXPECT_NE(c.out.find("provenance: driver -; -; pacts " + r.suite_version), std::string::npos)
+      << c.out;
 
   const std::string csv = read(dir / "r.csv");
   std::istringstream lines(csv);
@@ -760,6 +766,60 @@ TEST(Report, LayoutIsWrittenAndReadBackAndDefaultsToNhd) {
       << refused.status().to_string();
 }
 
+TEST(Report, ProvenanceIsWrittenAndReadBackAndMayBeAbsent) {
+  Report r;
+  r.set = "peers";
+  r.driver = "580.159.04, driver API 13000";
+  r.runtime = "runtime 13000";
+  r.suite_version = "0.1.0 (git abc1234)";
+  const std::string text = to_json(r);
+  const auto back = from_json(text);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back.value().driver, r.driver);
+  EXPECT_EQ(back.value().runtime, r.runtime);
+  EXPECT_EQ(back.value().suite_version, r.suite_version);
+  // A report of a version that wrote no provenance still reads (a stored baseline).
+  std::string old;
+  std::istringstream lines(text);
+  int dropped = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"driver\"") != std::string::npos ||
+        line.find("\"runtime\"") != std::string::npos ||
+        line.find("\"suite_version\"") != std::string::npos) {
+      ++dropped;
+      continue;
+    }
+    old += line + "\n";
+  }
+  ASSERT_EQ(dropped, 3);
+  const auto older = from_json(old);
+  ASSERT_TRUE(older) << older.status().to_string();
+  EXPECT_EQ(older.value().driver, "");
+}
+
+TEST(Command, ForcedPartitionsReachThePlan) {
+  const std::filesystem::path dir = fresh_dir("forced_partitions");
+  const std::string json = (dir / "r.json").string();
+  // B1 ctx1024 G1 p16: --partitions 7 must reach the timed plan; the automatic one is not 7.
+  for (const char* parts : {"0", "7"}) {
+    const Command c = run_bench(std::string("--backend host --set peers --limit 1 --gate-cases 1 "
+                                            "--repeats 1 --warmup 0 --threads 2 --ceiling-mib 8 "
+                                            "--partitions ") +
+                                    parts + " --json " + json + " --case-dir " +
+                                    (dir / "failures").string(),
+                                dir);
+    ASSERT_EQ(c.status, 0) << c.err << c.out;
+    const auto report = from_json(read(json));
+    ASSERT_TRUE(report) << report.status().to_string();
+    ASSERT_EQ(report.value().rows.size(), 1u);
+    const std::string& plan = report.value().rows[0].plan;
+    if (std::string(parts) == "7")
+      EXPECT_NE(plan.find(" x7"), std::string::npos) << plan;
+    else
+      EXPECT_EQ(plan.find(" x7"), std::string::npos) << plan;  // the automatic plan is not 7
+  }
+}
+
 TEST(Options, BadValuesAreRefusedByName) {
   const std::filesystem::path dir = fresh_dir("options");
   const auto host = parse_target("host");
@@ -781,6 +841,12 @@ TEST(Options, BadValuesAreRefusedByName) {
     EXPECT_EQ(r.status().code(), spec::Code::kNotSupported) << r.status().to_string();
   }
   o.repeats = 3;
+  o.partitions = -2;
+  r = run_set("peers", host.value(), o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find("partitions -2"), std::string::npos)
+      << r.status().to_string();
+  o.partitions = 0;
   r = run_set("nope", host.value(), o);
   ASSERT_FALSE(r);
   EXPECT_NE(r.status().message().find("'nope'"), std::string::npos);

@@ -128,8 +128,8 @@
     "#7092 in the tensor-core kernel: the last tile's slots on padding columns loaded through "    \
     "their block-table entries (page 0 where an entry is no page id), their V meets P = 0")        \
   G(hip_cp_async_wait_skipped, "spec/operator.md §9",                                              \
-    "two-stage cp.async pipeline without its wait_group: a tile computed from a stage whose "      \
-    "copies are still in flight (a race: stale K/V)")                                              \
+    "staged K/V pipeline without its wait (the bulk copies' stage barrier or cp.async's "         \
+    "wait_group): a tile computed from a stage whose copies are still in flight (stale K/V)")     \
   G(hip_final_barrier_dropped, "spec/operator.md §9",                                              \
     "missing __syncthreads before shared memory is reused: a warp done with its tiles writes "     \
     "its final state over the stages another warp is still reading")                               \

@@ -142,6 +142,18 @@ spec::Status Stream::launch(const Graph& g) {
   return spec::Status::ok();
 }
 
+spec::Result<int> driver_api_version() {
+  int v = 0;
+  PACTS_GPU_CHECK(hipDriverGetVersion(&v));
+  return v;
+}
+
+spec::Result<int> runtime_version() {
+  int v = 0;
+  PACTS_GPU_CHECK(hipRuntimeGetVersion(&v));
+  return v;
+}
+
 spec::Result<int64_t> l2_cache_bytes(int32_t ordinal) {
   int l2 = 0;
   PACTS_GPU_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, ordinal));

@@ -85,6 +85,9 @@ class Stream {
   void* stop_ = nullptr;    // hipEvent_t
 };
 
+// The driver API version and the runtime version the runtime reports (as its integers).
+spec::Result<int> driver_api_version();
+spec::Result<int> runtime_version();
 // The L2 cache of device `ordinal`, in bytes.
 spec::Result<int64_t> l2_cache_bytes(int32_t ordinal);
 // Synchronous copies between host and device memory.

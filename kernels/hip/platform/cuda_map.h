@@ -27,6 +27,8 @@ inline hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) {
   return cudaGetDeviceProperties(p, d);
 }
 inline hipError_t hipDeviceSynchronize() { return cudaDeviceSynchronize(); }
+inline hipError_t hipDriverGetVersion(int* v) { return cudaDriverGetVersion(v); }
+inline hipError_t hipRuntimeGetVersion(int* v) { return cudaRuntimeGetVersion(v); }
 inline hipError_t hipMalloc(void** p, size_t n) { return cudaMalloc(p, n); }
 inline hipError_t hipFree(void* p) { return cudaFree(p); }
 inline hipError_t hipMemcpy(void* d, const void* s, size_t n, hipMemcpyKind k) {

@@ -38,6 +38,50 @@ __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// sm_90 bulk copies and transaction barriers (PTX ISA "cp.async.bulk", "mbarrier"): the bf16 tile
+// kernel moves a whole contiguous K or V row (16-byte aligned, a multiple of 16 bytes) with one
+// instruction, and its warp waits for a stage's rows on the stage's barrier, which completes its
+// phase when the expected bytes have landed and its one arrival was made.
+__device__ inline void mbarrier_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+// Makes barrier initialisations visible to the asynchronous proxy (the bulk copies' completion).
+__device__ inline void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// Orders this thread's earlier shared-memory accesses (loads, stores) before later accesses of
+// the asynchronous proxy (a bulk copy into memory that was read or written as ordinary memory).
+__device__ inline void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// The one arrival of a phase, announcing `bytes` of bulk copies that complete on the barrier.
+__device__ inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile(
+      "{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(
+          smem_addr(bar)),
+      "r"(bytes)
+      : "memory");
+}
+// Waits until the phase of parity `parity` has completed (acquire: the copies' bytes are visible).
+__device__ inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) global -> shared, completing on `bar`.
+__device__ inline void cp_async_bulk_row(void* smem_dst, const void* global_src, uint32_t bytes,
+                                         uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(smem_addr(smem_dst)),
+      "l"(global_src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+
 // Two OCP fp8 codes (the first in the low byte of `codes`) as two fp32 values, exactly: every e4m3
 // and e5m2 value is an fp16 value (the conversion to fp16 is exact, NaN stays NaN, e5m2's Inf
 // stays Inf), and fp16 to fp32 is exact. x holds the first code's value.

@@ -52,12 +52,13 @@ int32_t tile_keys(int32_t head_dim) {
 
 // Automatic split (spec/operator.md §11 leaves it to the backend): the fewest partitions whose
 // blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
-// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge:
-// on the H200, B 32 x 8 KV heads ran 781 us unsplit against 796 us with 2 partitions, B 8 220 us
-// with 4 against 243 us with 8); partitions of at least
-// kMinPartitionKeys, at most kMaxPartitions. Depends on the shape and the multiprocessor count
-// only.
-constexpr int64_t kMinPartitionKeys = 512;
+// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge),
+// partitions of at least kMinPartitionKeys (four tiles: one per warp of a block), at most
+// kMaxPartitions. A short context at a small batch takes as many partitions as its keys allow:
+// its time is the chain of dependent tiles each warp computes, which more partitions shorten
+// (the merge reads each partial once per row: src/kernel.h, merge_kernel). Depends on the shape
+// and the multiprocessor count only.
+constexpr int64_t kMinPartitionKeys = 64;
 constexpr int64_t kMaxPartitions = 64;
 
 // Whether the plan counts the slots of the split kernels (launch_format): every KV format but
@@ -182,7 +183,8 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
                      stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
   if (prm.partitions == 1) return spec::Status::ok();
-  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_items)),
+  const int64_t merge_blocks = merge_items * detail::merge_slices<D>(prm.rows_per_item);
+  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_blocks)),
                      dim3(detail::kThreads), 0, stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
   return spec::Status::ok();
@@ -444,6 +446,16 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
                       buffers.k_scale, p.k_scale_layout);
   prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.nibble_order, p.v_scale,
                       buffers.v_scale, p.v_scale_layout);
+  {
+    const auto rows_whole = [&](const detail::PoolParams& pool) {
+      const bool contiguous = pool.chunk >= p.head_dim || pool.s_chunk == pool.chunk;
+      return contiguous && reinterpret_cast<uintptr_t>(pool.data) % 16 == 0 &&
+             pool.s_page % 8 == 0 && pool.s_head % 8 == 0 && pool.s_tok % 8 == 0 &&
+             pool.scale_mode == PACTS_SCALE_NONE;
+    };
+    prm.rows_bulk = PACTS_HIP_MATRIX_UNIT && p.kv_format == PACTS_FORMAT_BF16 &&
+                    rows_whole(prm.k) && rows_whole(prm.v);
+  }
   if (plan.num_partitions > 1) {
     const int64_t slots = int64_t{p.batch} * p.num_kv_heads * plan.num_partitions * rows;
     prm.ws_acc = static_cast<float*>(workspace);

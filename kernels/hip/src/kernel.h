@@ -345,8 +345,11 @@ __device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, Key
   owned.end = min(owned.end, int64_t{p.max_pages_per_seq} * p.page_size);
 #endif
   if (lane >= kKeys || !owned.contains(j)) return -1;
-  const int64_t page = p.block_table[b * p.block_table_stride + j / p.page_size];
-  return page << 32 | (j % p.page_size);
+  // 32-bit division: the plan keeps the key range plus a tile below 2^31 (plan()).
+  const uint32_t ju = static_cast<uint32_t>(j), ps = static_cast<uint32_t>(p.page_size);
+  const uint32_t column = ju / ps;
+  const int64_t page = p.block_table[b * p.block_table_stride + column];
+  return page << 32 | (ju - column * ps);
 }
 
 // Offsets of an owned slot's K and V rows (units), with the 32-bit mutant's wrap.
@@ -644,48 +647,128 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
   store_special_rows<D>(p, b, kv_head, r0, rows, false, nonempty);
 }
 
-// Merges the partials of one (sequence, KV head, row tile) in partition order.
+// The merge's blocks per (sequence, KV head, row tile): one output element per thread.
+template <int D>
+__host__ __device__ constexpr int merge_slices(int rows_per_item) {
+  return (rows_per_item * D + kThreads - 1) / kThreads;
+}
+// Partitions whose merge weights a merge block holds at once (in shared memory).
+inline constexpr int kMergeChunk = 64;
+
+// Merges the partials of one (sequence, KV head, row tile) in partition order; the block
+// (item, slice) writes elements [slice * kThreads, +kThreads) of the item's rows x D outputs.
+// Per chunk of kMergeChunk partitions: the rows' (m, l) partials are read into shared memory in
+// parallel, thread r < rows merges row r's in partition order (common::merge: the weights of each
+// partition, computed once per row, not per element), then every thread folds its element's
+// partials with those weights. The arithmetic per element is the per-element merge's, in the
+// same order: the same bits.
 template <int D>
 __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
-  int64_t item = blockIdx.x;
+  __shared__ float part_m[kMaxRows][kMergeChunk], part_l[kMaxRows][kMergeChunk];
+  __shared__ double w_self[kMaxRows][kMergeChunk], w_other[kMaxRows][kMergeChunk];
+  __shared__ uint8_t w_use[kMaxRows][kMergeChunk];  // bit 0: use_self, bit 1: use_other
+  __shared__ double row_factor[kMaxRows];
+  const int slices = merge_slices<D>(p.rows_per_item);
+  int64_t item = blockIdx.x / slices;
+  const int slice = static_cast<int>(blockIdx.x % slices);
   const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
   item /= p.row_tiles;
   const int64_t kv_head = item % p.num_kv_heads;
   const int64_t b = item / p.num_kv_heads;
   const int32_t r0 = row_tile * p.rows_per_item;
   const int32_t rows = min(p.rows_per_item, p.rows - r0);
+  const int t = threadIdx.x;
   const SeqCheck seq = check_sequence(p, b);
-  for (int idx = threadIdx.x; idx < rows * D; idx += blockDim.x) {
-    const int r = idx / D, d = idx % D;
-    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
-    const int64_t at = out_at(p, b, i, h) + d;
-    if (seq.error != 0) {
+  const int idx = slice * kThreads + t;
+  const int r = idx / D, d = idx % D;
+  const bool mine = r < rows;
+  const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+  const int64_t at = mine ? out_at(p, b, i, h) + d : 0;
+  if (seq.error != 0) {
+    if (mine) {
       store_out(p, at, common::output_nan(p.out_format));
       if (d == 0) store_lse(p, b, i, h, 0x7FC00000u);
-      continue;
     }
-    const KeyRange keys = common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(i));
-    if (keys.empty()) {
+    if (t == 0 && slice == 0) report(p, seq.error);
+    return;
+  }
+  // Row q's keys and partitions (the same for every thread of the row).
+  const auto row_parts = [&](int q) {
+    const int64_t iq = (r0 + q) / p.group;
+    const KeyRange keys = common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(iq));
+    return keys.empty() ? KeyRange{0, 0} : common::partitions_of(keys, p.partition_size);
+  };
+  const KeyRange zs = mine ? row_parts(r) : KeyRange{0, 0};
+  const KeyRange own = t < rows ? row_parts(t) : KeyRange{0, 0};  // thread t merges row t
+  common::MergeState state;
+  double acc = 0.0;
+  const int64_t base = (b * p.num_kv_heads + kv_head) * p.partitions;
+  // Every row's partitions lie in [0, p.partitions): the chunks walk that range.
+  for (int64_t c = 0; c < p.partitions; c += kMergeChunk) {
+    const int n = static_cast<int>(min(int64_t{kMergeChunk}, p.partitions - c));
+    for (int x = t; x < rows * kMergeChunk; x += kThreads) {
+      const int q = x / kMergeChunk, j = x % kMergeChunk;
+      if (j >= n) continue;
+      const int64_t e = (base + c + j) * p.rows + r0 + q;
+      part_m[q][j] = p.ws_m[e];
+      part_l[q][j] = p.ws_l[e];
+    }
+    __syncthreads();
+    if (t < rows) {
+      for (int j = 0; j < n; ++j) {
+        const int64_t z = c + j;
+        if (z < own.begin || z >= own.end) continue;
+        const common::MergeWeights w = common::merge(state, part_m[t][j], part_l[t][j]);
+        w_self[t][j] = w.self;
+        w_other[t][j] = w.other;
+        w_use[t][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
+      }
+    }
+    __syncthreads();
+    if (mine) {
+      // The element's partials in batches of kBatch independent loads, then folded in order.
+      constexpr int kBatch = 8;
+      const int64_t za = max(zs.begin, c), zb = min(zs.end, c + n);
+      const float* const part = p.ws_acc + (base * p.rows + r0 + r) * D + d;
+      const int64_t step = int64_t{p.rows} * D;  // from one partition's partial to the next
+      for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
+        float x[kBatch];
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int64_t z = z0 + k;
+          x[k] = z < zb && (w_use[r][z - c] & 2u) ? part[z * step] : 0.0f;
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+          const int64_t z = z0 + k;
+          if (z >= zb) break;
+          const int j = static_cast<int>(z - c);
+          const uint8_t use = w_use[r][j];
+          if (use & 1u) acc *= w_self[r][j];
+          if (use & 2u) acc += w_other[r][j] * static_cast<double>(x[k]);
+        }
+      }
+    }
+    __syncthreads();  // the chunk's weights are read before the next chunk's are written
+  }
+  if (t < rows && !own.empty()) {
+    const int64_t it = (r0 + t) / p.group, ht = kv_head * p.group + (r0 + t) % p.group;
+    const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : ht;
+    const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
+    row_factor[t] = common::output_factor(state.m, state.l, p.has_sinks, sink);
+    if (slice == 0)
+      store_lse(p, b, it, ht, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
+  }
+  __syncthreads();
+  if (mine) {
+    if (zs.empty()) {
       store_out(p, at, 0u);
       if (d == 0) store_lse(p, b, i, h, 0xFF800000u);
-      continue;
+    } else {
+      store_out(p, at, common::round_to_output(p.out_format, acc * row_factor[r]));
     }
-    const KeyRange zs = common::partitions_of(keys, p.partition_size);
-    common::MergeState state;
-    double acc = 0.0;
-    for (int64_t z = zs.begin; z < zs.end; ++z) {
-      const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
-      const common::MergeWeights w = common::merge(state, p.ws_m[e], p.ws_l[e]);
-      if (w.use_self) acc *= w.self;
-      if (w.use_other) acc += w.other * static_cast<double>(p.ws_acc[e * D + d]);
-    }
-    const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
-    const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
-    const double factor = common::output_factor(state.m, state.l, p.has_sinks, sink);
-    store_out(p, at, common::round_to_output(p.out_format, acc * factor));
-    if (d == 0) store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
   }
-  if (threadIdx.x == 0) report(p, seq.error);
+  if (t == 0 && slice == 0) report(p, seq.error);
 }
 
 }  // namespace pacts::kernels::hip::detail

@@ -11,12 +11,14 @@
 // tile). The partition's keys are cut into
 // tiles of kKeys = 16 keys; warp w takes tiles w, w + kWarps, ... and keeps its own online-softmax
 // state (m, l per row) and accumulator (16 x D fp32 in C fragments). A warp streams its tiles
-// through its own shared-memory stages: K and V rows stay 16-bit (bf16) there, XOR-swizzled
-// by 16-byte chunk so that ldmatrix and the 16-byte stores are conflict-free; bf16 pools without a
-// scale move by cp.async, two stages (the next tile is in flight while the current one is
-// computed). fp16 or scaled pools (one stage) are decoded and scaled in fp32 (common::scaled: the
-// scale before any product with Q, spec/contract.md §2.1 order 2): K rounded once to bf16, V kept
-// in fp32 and fed as three exact bf16 parts (stage_tile). Per tile: S = Q~ K^T (2 x D/16 MMAs),
+// through its own shared-memory stages. bf16 kernel: K and V rows stay bf16 there, each row padded
+// by 16 bytes so that ldmatrix reads are conflict-free; kStages stages (the next kStages - 1
+// tiles in flight while one is computed); contiguous, aligned rows move by one bulk copy each,
+// completing on the stage's transaction barrier, other layouts by 16-byte cp.async; a scaled K
+// with an unscaled V is decoded (stage_tile). Split kernels (fp16, fp8, MXFP4 or a scaled V): the
+// raw rows are staged as stored and the fragments decoded from them (issue_raw), K rounded once
+// to bf16 after the scale (common::scaled: the scale before any product with Q, spec/contract.md
+// §2.1 order 2), V kept in fp32 and fed as exact bf16 parts. Per tile: S = Q~ K^T (2 x D/16 MMAs),
 // soft-cap, the row max over the quad, common::SoftmaxState, P = expf(s - shift) in fp32 (summed
 // in fp32 into l), P rounded to bf16 as the A operand of P.V (D/8 MMAs, x3 split). No block-wide barrier in
 // the loop. At the end the warps' states are combined in binary64, in warp order, with
@@ -56,21 +58,22 @@ struct MmaShape {
   // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
-#if defined(PACTS_EXPERIMENT_BF16_BLOCKS)  // timing experiments only (bench/ variants)
-  static constexpr int kBlocksPerSm = !kSplitV && D == 128 ? PACTS_EXPERIMENT_BF16_BLOCKS
-                                      : D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
-#else
   static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
-#endif
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
-  // bf16 kernel (kSplitV false): two stages of bf16 K and V tiles, copied by cp.async.
+  // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
+  // kStages - 1 tiles in flight while one is computed. On the H200 a third stage gained nothing
+  // at large batches (B32 ctx16k: 690.7 us with three, 690.1 with two) and cost 5-10 % at batch
+  // 1 (the prologue's copies): two.
 #if defined(PACTS_EXPERIMENT_BF16_STAGES)  // timing experiments only (bench/ variants)
-  static constexpr int kStages = D == 128 ? PACTS_EXPERIMENT_BF16_STAGES : 2;
+  static constexpr int kStages = D == 256 ? 2 : PACTS_EXPERIMENT_BF16_STAGES;
 #else
   static constexpr int kStages = 2;
 #endif
   static constexpr int kChunks = D / 8;   // 16-byte chunks of a row
-  static constexpr int kTileElems = kKeys * D;
+  // A staged row: D elements and 16 bytes of padding, so that the 8 rows an ldmatrix phase reads
+  // at one column fall in 8 distinct 16-byte bank groups, and a row is one contiguous bulk copy.
+  static constexpr int kRowPad = D + 8;
+  static constexpr int kTileElems = kKeys * kRowPad;
   static constexpr int kStageElems = 2 * kTileElems;
   static constexpr int kLoads = kKeys * kChunks / gpu::kWarpSize;  // chunks per lane per pool
   static constexpr int kKSteps = D / 16;  // MMAs along d for Q.K^T
@@ -128,6 +131,7 @@ struct MmaSmem {
     alignas(16) uint16_t buf[(kStagesBytes + (S::kQInRegisters ? 0 : kMaxRows * D * 2)) / 2];
     Final fin;
   } u;
+  uint64_t bar[S::kWarps][S::kStages];  // bf16 kernel, bulk rows: one barrier per warp stage
   __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }
   __device__ uint8_t* warp_area(int warp) { return reinterpret_cast<uint8_t*>(stage(warp)); }
   __device__ uint16_t* q() { return u.buf + kQAt / 2; }
@@ -204,11 +208,54 @@ __device__ inline void copy_bf16x8(const PoolParams& pool, int64_t row, int col,
 // chunk (asynchronous: the next tile is in flight while this one is computed), by loads
 // elsewhere. K likewise when it has no scale; a scaled K (per-tensor or per-token, V unscaled) is
 // decoded, scaled in fp32 and rounded once to bf16 (profile: u_q).
+//
+// Bulk rows (p.rows_bulk: K and V bf16 without a scale, every row contiguous and 16-byte
+// aligned, set by the host): lane l copies the K row (l < 16) or the V row (l >= 16) of slot
+// l % 16 with one bulk copy completing on the stage's barrier `bar`, whose one arrival (lane 0)
+// announces the owned rows' bytes; an unowned slot's row is zeroed by its lane.
+// Timing experiment only (bench/ variant rows_cp_async, never gated): the whole-row path copies a
+// lane's row by 16-byte cp.async instead of one bulk copy.
+#if defined(PACTS_EXPERIMENT_ROWS_CP_ASYNC)
+inline constexpr bool kRowsByCpAsync = true;
+#else
+inline constexpr bool kRowsByCpAsync = false;
+#endif
+
 template <int D>
 __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
-                           int lane) {
+                           uint64_t* bar, int lane) {
   using S = MmaShape<D, false>;
   constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
+  if (p.rows_bulk) {
+    const int slot = lane % S::kKeys;
+    const bool v_lane = lane >= S::kKeys;
+    const int64_t e = PACTS_SHFL(entry, slot);
+    const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < S::kKeys && entry >= 0);
+    uint16_t* dst = stage + (v_lane ? S::kTileElems : 0) + slot * S::kRowPad;
+    // This stage was last read (ldmatrix) or zeroed as ordinary memory: those accesses come
+    // before the bulk copies' writes.
+    gpu::fence_proxy_async_shared();
+    PACTS_WARP_SYNC();
+    if (lane == 0 && !kRowsByCpAsync)
+      gpu::mbarrier_arrive_expect_tx(bar, __popc(owned) * 2u * D * 2u);
+    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+#pragma unroll
+      for (int c = 0; c < S::kChunks; ++c)
+        *reinterpret_cast<uint4*>(dst + c * 8) = make_uint4(0, 0, 0, 0);
+      return;
+    }
+    int64_t k_row = 0, v_row = 0;
+    kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(v_lane ? p.v.data : p.k.data) +
+                          (v_lane ? v_row : k_row);
+    if constexpr (kRowsByCpAsync) {
+#pragma unroll
+      for (int c = 0; c < S::kChunks; ++c) gpu::cp_async16(dst + c * 8, src + c * 8);
+    } else {
+      gpu::cp_async_bulk_row(dst, src, D * 2, bar);
+    }
+    return;
+  }
   const bool raw_k = p.k.scale_mode == PACTS_SCALE_NONE;
   // A lane copies the same chunk of every row it copies (the warp covers kWarpSize / kChunks
   // rows per step), so the chunk's offsets in K and V rows are computed once, not per load
@@ -222,7 +269,7 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
   for (int n = 0; n < S::kLoads; ++n) {
     const int idx = lane + n * gpu::kWarpSize;
     const int slot = idx / S::kChunks, chunk = idx % S::kChunks, col = chunk * 8;
-    uint16_t* kd = stage + swz<D>(slot, chunk);
+    uint16_t* kd = stage + slot * S::kRowPad + chunk * 8;
     uint16_t* vd = kd + S::kTileElems;
     const int64_t e = PACTS_SHFL(entry, slot);
     if (e < 0) {  // unowned: never an address; zeros of the kernel's own
@@ -500,6 +547,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
     for (int kk = 0; kk < S::kKSteps; ++kk)
       gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+    if constexpr (!kSplitV) gpu::fence_proxy_async_shared();  // bulk copies may overwrite Q~
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
@@ -559,10 +607,13 @@ split_kv_mma_kernel(const Params p) {
       sum += PACTS_SHFL_XOR(sum, 1);
       sum += PACTS_SHFL_XOR(sum, 2);
       state[h].add(sum);
+      // The rescale, unless no lane's row moved its origin (alpha 1: x * 1 is x, bit for bit).
+      if (PACTS_ANY(step.alpha != 1.0f)) {
 #pragma unroll
-      for (int n = 0; n < S::kDTiles; ++n) {
-        acc[n][2 * h] *= step.alpha;
-        acc[n][2 * h + 1] *= step.alpha;
+        for (int n = 0; n < S::kDTiles; ++n) {
+          acc[n][2 * h] *= step.alpha;
+          acc[n][2 * h + 1] *= step.alpha;
+        }
       }
       pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
       pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
@@ -574,69 +625,66 @@ split_kv_mma_kernel(const Params p) {
     // tile are loaded one tile before its copies are issued, and the copies one tile before it is
     // computed.
     uint16_t* const stages = sm.stage(warp);
+    uint64_t* const bars = sm.bar[warp];
     const int k_row = (lane / 16) * 8 + lane % 8, k_chunk = (lane / 8) % 2;
     const int v_row = lane % 8 + ((lane / 8) % 2) * 8, v_chunk = lane / 16;
-#if defined(PACTS_EXPERIMENT_BF16_STAGES) || defined(PACTS_EXPERIMENT_ABLATE)
-    // Timing experiments only (bench/ variants, never gated): kStages tiles per warp, the next
-    // kStages - 1 in flight; PACTS_EXPERIMENT_ABLATE 1 skips the math (copy-only: one word per
-    // lane and tile is folded into the output), 2 copies the first kStages tiles only (the math
-    // runs on stale stages).
 #if defined(PACTS_EXPERIMENT_ABLATE)
+    // Timing experiments only (bench/ variants, never gated): 1 skips the math (copy-only: one
+    // word per lane and tile is folded into the output), 2 copies the first kStages - 1 tiles
+    // only (the math runs on stale stages).
     constexpr int kAblate = PACTS_EXPERIMENT_ABLATE;
 #else
     constexpr int kAblate = 0;
 #endif
     uint32_t fold = 0;
+    if (p.rows_bulk) {
+      if (lane == 0)
+        for (int i = 0; i < S::kStages; ++i) gpu::mbarrier_init(&bars[i], 1);
+      gpu::fence_mbarrier_init();
+      PACTS_WARP_SYNC();
+    }
+    // The block-table entries of a tile are loaded one tile before its copies are issued, and
+    // the copies kStages - 1 tiles before it is computed. The warp's i-th tile: stage i % kStages
+    // (its barrier's phase i / kStages).
     int64_t entry = entry_of(tile);
 #pragma unroll
     for (int i = 0; i + 1 < S::kStages; ++i) {
       if (tile + i * S::kWarps < last)
-        stage_tile<D>(p, kv_head, entry, stages + i * S::kStageElems, lane);
+        stage_tile<D>(p, kv_head, entry, stages + i * S::kStageElems, &bars[i], lane);
       gpu::cp_async_commit();
       entry = entry_of(tile + (i + 1) * S::kWarps);
     }
-    for (int i = 0; tile < last; tile += S::kWarps, ++i) {
+    int sc_at = 0, sa_at = S::kStages - 1;  // stages of the tile computed and the tile issued
+    uint32_t phase = 0;
+    for (; tile < last; tile += S::kWarps) {
       const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
-      if (ahead < last && (kAblate != 2 || i == 0)) {
-        PACTS_WARP_SYNC();
-        stage_tile<D>(p, kv_head, entry, stages + (i + S::kStages - 1) % S::kStages * S::kStageElems,
-                      lane);
+      if (ahead < last && (kAblate != 2)) {  // tiles ahead in flight while this one is computed
+        PACTS_WARP_SYNC();  // every lane is done with stage sa_at (an earlier tile)
+        stage_tile<D>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
       }
       gpu::cp_async_commit();
-      entry = kAblate == 2 ? entry : entry_of(ahead + S::kWarps);
-      gpu::cp_async_wait<S::kStages - 1>();
-      PACTS_WARP_SYNC();
-      const uint16_t* kt = stages + i % S::kStages * S::kStageElems;
+      entry = entry_of(ahead + S::kWarps);
+      if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
+        if (p.rows_bulk && !kRowsByCpAsync)
+          gpu::mbarrier_wait_parity(&bars[sc_at], phase);
+        else
+          gpu::cp_async_wait<S::kStages - 1>();
+      }
+      PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
+      const uint16_t* kt = stages + sc_at * S::kStageElems;
       const uint16_t* vt = kt + S::kTileElems;
+      sa_at = sc_at;
+      if (++sc_at == S::kStages) sc_at = 0, phase ^= 1u;
       if constexpr (kAblate == 1) {
         fold ^= *reinterpret_cast<const uint32_t*>(kt + lane * 8) ^
                 *reinterpret_cast<const uint32_t*>(vt + lane * 8);
         continue;
       }
-#else
-    int s = 0;
-    int64_t entry = entry_of(tile);
-    if (tile < last) stage_tile<D>(p, kv_head, entry, stages, lane);
-    gpu::cp_async_commit();
-    entry = entry_of(tile + S::kWarps);
-    for (; tile < last; tile += S::kWarps) {
-      if (tile + S::kWarps < last) {  // the next tile in flight while this one is computed
-        PACTS_WARP_SYNC();  // every lane is done with stage s ^ 1 (the previous tile)
-        stage_tile<D>(p, kv_head, entry, stages + (s ^ 1) * S::kStageElems, lane);
-      }
-      gpu::cp_async_commit();
-      entry = entry_of(tile + 2 * S::kWarps);
-      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<1>();
-      PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
-      const uint16_t* kt = stages + s * S::kStageElems;
-      const uint16_t* vt = kt + S::kTileElems;
-      s ^= 1;
-#endif
       float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
       for (int kk = 0; kk < S::kKSteps; ++kk) {
         uint32_t bk[4];
-        gpu::ldmatrix_x4(bk, kt + swz<D>(k_row, 2 * kk + k_chunk));
+        gpu::ldmatrix_x4(bk, kt + k_row * S::kRowPad + (2 * kk + k_chunk) * 8);
         qk_step(kk, bk, sc);
       }
       uint32_t pa[4];
@@ -645,14 +693,12 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
       for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
         uint32_t bv[4];
-        gpu::ldmatrix_x4_trans(bv, vt + swz<D>(v_row, 2 * dp + v_chunk));
+        gpu::ldmatrix_x4_trans(bv, vt + v_row * S::kRowPad + (2 * dp + v_chunk) * 8);
         gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
         gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
       }
     }
-#if defined(PACTS_EXPERIMENT_BF16_STAGES) || defined(PACTS_EXPERIMENT_ABLATE)
     if (kAblate == 1 && fold == 0x9E3779B9u) acc[0][0] += 1.0f;  // keeps the copies' reads
-#endif
   } else {
     // Decoded formats (fp16, fp8, MXFP4, or a scale): kStages raw stages per warp (RawShape),
     // the tiles ahead in flight by cp.async while one is computed; the fragments are decoded

@@ -50,6 +50,9 @@ struct Params {
   uint8_t* out = nullptr;
   float* lse = nullptr;
   PoolParams k, v;
+  // bf16 K and V without a scale whose every row is contiguous and 16-byte aligned: the bf16
+  // tile kernel moves them a row per bulk copy (src/kernel_mma.h, stage_tile).
+  bool rows_bulk = false;
   float* ws_acc = nullptr;   // [E][D]
   float* ws_m = nullptr;     // [E]
   float* ws_l = nullptr;     // [E]

@@ -117,6 +117,7 @@ struct Options {
   // fixed_partitions) for the gated library and every variant alike; 0: the automatic split.
   int32_t partitions = 0;
   std::FILE* progress = stderr;  // one line per shape while running; nullptr = quiet
+  std::string suite_version;  // recorded in the report (the program's build sets it)
 };
 
 // ---- Results ------------------------------------------------------------------------------
@@ -176,6 +177,9 @@ struct Gate {
 
 struct Report {
   std::string set, backend, device, timer;   // timer: how time was taken
+  // Provenance: the GPU driver and runtime the timed kernels ran on (empty for the host), and
+  // the suite version of the pacts-bench that timed them (git describe at configure time).
+  std::string driver, runtime, suite_version;
   Gate gate;
   Ceilings ceilings;
   double datasheet_tbs = 0;   // 0 = unknown device
