@@ -23,9 +23,10 @@ targets=(pacts_hip_amd_check)
 if [ -n "$nvcc" ]; then
   args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
   # The kernels, their GPU test, and everything that links them in a CUDA build: the hip
-  # backend (pacts-conformance), pacts-fuzz, pacts-bench with its unsafe variant, the mutant build.
-  targets+=(pacts_kernels_hip pacts_common_gpu_test pacts-conformance pacts-fuzz pacts-bench
-            pacts_kernels_hip_mutants)
+  # backend (pacts-conformance, pacts-qualify), pacts-fuzz, pacts-bench with its unsafe variant,
+  # the mutant build and the program that runs it.
+  targets+=(pacts_kernels_hip pacts_common_gpu_test pacts-conformance pacts-qualify pacts-fuzz
+            pacts-bench pacts_kernels_hip_mutants pacts-mutate-hip)
 else
   echo "pacts: no nvcc on this machine: the sm_90 build is skipped (AMD compile check only)"
 fi

@@ -35,7 +35,8 @@ spec::Result<HipKernels> load_variant_hip_kernels(const std::string& name) {
   const std::string where =
       !ec && std::filesystem::exists(beside) ? beside.string() : library;
   // RTLD_LOCAL: its symbols stay out of the global scope; the library exports one symbol and
-  // binds its own references internally (bench/variant.map), so nothing crosses either way.
+  // binds its own references internally (kernels/hip/bench/variant.map), so nothing crosses
+  // either way.
   void* handle = dlopen(where.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
     return spec::not_supported("variant " + name + ": " + library + " not loaded (" + dlerror() +

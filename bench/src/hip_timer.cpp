@@ -3,15 +3,16 @@
 // on that stream right around it: the merge kernel of a split plan is part of the graph, hence of
 // the time. Before every replay (outside the events) the L2 is flushed by a memset of a buffer
 // far larger than it, as the peers were measured (docs/bench.md). Inputs are
-// written on the device by fill.h's rule; block tables and context lengths come from the host.
-// The ceilings, a device-to-device copy and a read-only kernel over a large buffer, are measured
-// the same way in the same process. Compiled as device code (CUDA on NVIDIA); the kernels run in
-// their own library (the gated one, linked, and the unsafe one, loaded), both on this device's
+// written on the device by the fill rule of kernels/hip/bench/bench_inputs.h; block tables and
+// context lengths come from the host. The ceilings, a device-to-device copy and a read-only kernel
+// over a large buffer, are measured the same way in the same process. Plain C++: the GPU
+// operations are kernels/hip's (bench_timing.h, one runtime of their own); the kernels run in
+// their own library (the gated one, linked, and the variants, loaded), all on this device's
 // primary context, so this module's stream and events serve them.
-#include "fill.h"
 #include "hip_kernels.h"
 #include "internal.h"
-#include "platform/gpu.h"
+
+#include "bench_timing.h"
 
 #include <pacts/spec/validate.h>
 
@@ -19,70 +20,19 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <sstream>
 #include <string>
-#include <initializer_list>
 #include <tuple>
 #include <utility>
 
 namespace pacts::bench {
 namespace {
 
-__global__ void fill_inputs(uint8_t* dst, uint64_t elements, pacts_format format, uint64_t seed) {
-  const int eb = input_element_bytes(format);
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < elements;
-       i += uint64_t{gridDim.x} * blockDim.x)
-    store_input(dst + i * eb, format, seed, i);
-}
-
-// Reads every 16 bytes of `src` once. The XOR of what a thread read is stored only when it equals
-// a value the data never produces (src is filled with 0x01 bytes), so no load can be elided and
-// nothing is written.
-__global__ void read_only(const uint4* src, uint64_t n, uint32_t* never) {
-  uint32_t acc = 0;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint4 v = src[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0xDEADBEEFu) never[0] = acc;
-}
-
-// A device allocation released on scope exit.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p_) (void)hipFree(p_);
-  }
-  spec::Status allocate(uint64_t bytes) {
-    bytes_ = bytes;
-    if (bytes == 0) return spec::Status::ok();
-    PACTS_GPU_CHECK(hipMalloc(&p_, bytes));
-    return spec::Status::ok();
-  }
-  uint8_t* data() const { return static_cast<uint8_t*>(p_); }
-  uint64_t bytes() const { return bytes_; }
-  pacts_view view() const { return {p_, bytes_}; }
-
- private:
-  void* p_ = nullptr;
-  uint64_t bytes_ = 0;
-};
-
-// A captured graph and its executable, destroyed on scope exit.
-struct Captured {
-  hipGraph_t graph = nullptr;
-  hipGraphExec_t exec = nullptr;
-  ~Captured() {
-    if (exec) (void)hipGraphExecDestroy(exec);
-    if (graph) (void)hipGraphDestroy(graph);
-  }
-};
-
-constexpr int kFillBlocks = 2048, kThreads = 256;
+using kernels::hip::timing::DeviceBuffer;
+using kernels::hip::timing::Graph;
+using kernels::hip::timing::Stream;
+namespace gpu = kernels::hip::timing;
 
 class HipTimer final : public Timer {
  public:
@@ -90,22 +40,14 @@ class HipTimer final : public Timer {
            std::vector<std::string> notes)
       : ordinal_(ordinal), device_(std::move(device)), kernels_(std::move(kernels)),
         notes_(std::move(notes)) {}
-  ~HipTimer() override {
-    if (start_) (void)hipEventDestroy(start_);
-    if (stop_) (void)hipEventDestroy(stop_);
-    if (stream_) (void)hipStreamDestroy(stream_);
-  }
 
   spec::Status init() {
-    PACTS_GPU_CHECK(hipSetDevice(ordinal_));
-    PACTS_GPU_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
-    PACTS_GPU_CHECK(hipEventCreate(&start_));
-    PACTS_GPU_CHECK(hipEventCreate(&stop_));
-    int l2 = 0;
-    PACTS_GPU_CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, ordinal_));
+    if (spec::Status s = stream_.open(ordinal_); !s) return s;
+    const spec::Result<int64_t> l2 = gpu::l2_cache_bytes(ordinal_);
+    if (!l2) return l2.status();
     // At least 512 MiB (the peers' flush) and 8 times the L2.
     const uint64_t flush =
-        std::max<uint64_t>(uint64_t{512} << 20, uint64_t{8} * static_cast<uint64_t>(l2));
+        std::max<uint64_t>(uint64_t{512} << 20, uint64_t{8} * static_cast<uint64_t>(l2.value()));
     return flush_.allocate(flush);
   }
 
@@ -132,14 +74,13 @@ class HipTimer final : public Timer {
       }
       text = version;
     }
-    int api = 0;
-    if (hipDriverGetVersion(&api) == hipSuccess)
-      text += (text.empty() ? "" : ", ") + std::string("driver API ") + std::to_string(api);
+    if (const spec::Result<int> api = gpu::driver_api_version(); api)
+      text += (text.empty() ? "" : ", ") + std::string("driver API ") + std::to_string(api.value());
     return text;
   }
   std::string runtime() const override {
-    int v = 0;
-    return hipRuntimeGetVersion(&v) == hipSuccess ? "runtime " + std::to_string(v) : "";
+    const spec::Result<int> v = gpu::runtime_version();
+    return v ? "runtime " + std::to_string(v.value()) : "";
   }
   std::string description() const override {
     return "device events around graph replays of decode (merge included), L2 flushed before "
@@ -164,19 +105,13 @@ class HipTimer final : public Timer {
     std::vector<double> copy, read;
     const uint64_t n = c.bytes / 16;
     for (int32_t it = -o.warmup; it < o.repeats; ++it) {
-      const spec::Result<double> t = time_op([&]() -> spec::Status {
-        PACTS_GPU_CHECK(
-            hipMemcpyAsync(dst.data(), src.data(), c.bytes, hipMemcpyDeviceToDevice, stream_));
-        return spec::Status::ok();
-      }, it);
+      const spec::Result<double> t =
+          time_op([&]() { return stream_.copy(dst.data(), src.data(), c.bytes); }, it);
       if (!t) return t.status();
       if (it >= 0) copy.push_back(t.value());
-      const spec::Result<double> r = time_op([&]() -> spec::Status {
-        hipLaunchKernelGGL(read_only, dim3(device_.multiprocessors * 8), dim3(kThreads), 0,
-                           stream_, reinterpret_cast<const uint4*>(src.data()), n,
-                           reinterpret_cast<uint32_t*>(never.data()));
-        PACTS_GPU_CHECK(hipGetLastError());
-        return spec::Status::ok();
+      const spec::Result<double> r = time_op([&]() {
+        return stream_.read_only(src.data(), n * 16, reinterpret_cast<uint32_t*>(never.data()),
+                                 device_.multiprocessors * 8);
       }, it);
       if (!r) return r.status();
       if (it >= 0) read.push_back(r.value());
@@ -208,20 +143,14 @@ class HipTimer final : public Timer {
     pacts_buffers buffers{};
   };
 
-  spec::Status fill(DeviceBuffer& b, int byte) {
-    PACTS_GPU_CHECK(hipMemsetAsync(b.data(), byte, b.bytes(), stream_));
-    return spec::Status::ok();
-  }
+  spec::Status fill(DeviceBuffer& b, int byte) { return stream_.memset(b.data(), byte, b.bytes()); }
 
   spec::Status fill_with(DeviceBuffer& b, pacts_format f, uint64_t seed) {
-    if (b.bytes() == 0) return spec::Status::ok();
-    hipLaunchKernelGGL(fill_inputs, dim3(kFillBlocks), dim3(kThreads), 0, stream_, b.data(),
-                       b.bytes() / input_element_bytes(f), f, seed);
-    PACTS_GPU_CHECK(hipGetLastError());
-    return spec::Status::ok();
+    return stream_.fill_inputs(b.data(), b.bytes(), f, seed);
   }
 
-  // The device inputs of a shape: the same values as make_host_inputs (fill.h, same seeds).
+  // The device inputs of a shape: the same values as make_host_inputs (bench_inputs.h, same
+  // seeds).
   spec::Status upload(const Shape& shape, const pacts_problem& p, uint64_t seed, Inputs& in) {
     const spec::RequiredExtents e = spec::required_extents(p);
     const std::initializer_list<std::pair<DeviceBuffer*, uint64_t>> sizes = {
@@ -242,11 +171,11 @@ class HipTimer final : public Timer {
       if (spec::Status s = fill_with(*b, f, seed * 16 + salt); !s) return s;
     const std::vector<int32_t> table = block_table(p, seed);
     const std::vector<int32_t> lens = context_lengths(shape, seed);
-    PACTS_GPU_CHECK(hipMemcpy(in.block_table.data(), table.data(), e.block_table,
-                              hipMemcpyHostToDevice));
-    PACTS_GPU_CHECK(hipMemcpy(in.context_lens.data(), lens.data(), e.context_lens,
-                              hipMemcpyHostToDevice));
-    PACTS_GPU_CHECK(hipStreamSynchronize(stream_));
+    if (spec::Status s = gpu::to_device(in.block_table.data(), table.data(), e.block_table); !s)
+      return s;
+    if (spec::Status s = gpu::to_device(in.context_lens.data(), lens.data(), e.context_lens); !s)
+      return s;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
     in.buffers.q = in.q.view();
     in.buffers.k = in.k.view();
     in.buffers.v = in.v.view();
@@ -262,30 +191,27 @@ class HipTimer final : public Timer {
   // Flush, then events around `op` (returning spec::Status) on the stream; microseconds.
   template <class Op>
   spec::Result<double> time_op(Op op, int32_t iteration) {
-    PACTS_GPU_CHECK(hipMemsetAsync(flush_.data(), iteration & 0xFF, flush_.bytes(), stream_));
-    PACTS_GPU_CHECK(hipEventRecord(start_, stream_));
+    if (spec::Status s = stream_.memset(flush_.data(), iteration & 0xFF, flush_.bytes()); !s)
+      return s;
+    if (spec::Status s = stream_.record_start(); !s) return s;
     if (spec::Status s = op(); !s) return s;
-    PACTS_GPU_CHECK(hipEventRecord(stop_, stream_));
-    PACTS_GPU_CHECK(hipEventSynchronize(stop_));
-    float ms = 0;
-    PACTS_GPU_CHECK(hipEventElapsedTime(&ms, start_, stop_));
-    return 1e3 * static_cast<double>(ms);
+    if (spec::Status s = stream_.record_stop(); !s) return s;
+    return stream_.elapsed_us();
   }
 
   // decode() captured on this timer's stream into `g`: a DeviceError when the runtime cannot
   // capture it, decode()'s refusal as it is.
   spec::Status capture(const HipKernels& k, const kernels::Plan& plan, const Inputs& in,
-                       uint32_t* error_word, DeviceBuffer& ws, Captured& g) {
+                       uint32_t* error_word, DeviceBuffer& ws, Graph& g) {
     // Relaxed: decode() may raise a kernel's shared-memory limit (not a stream operation) while
     // the stream is captured.
-    PACTS_GPU_CHECK(hipStreamBeginCapture(stream_, hipStreamCaptureModeRelaxed));
+    if (spec::Status s = stream_.begin_capture(); !s) return s;
     const spec::Status captured =
-        k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_);
-    const hipError_t ended = hipStreamEndCapture(stream_, &g.graph);
+        k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_.handle());
+    const spec::Status ended = stream_.end_capture(g);
     if (!captured) return captured;
-    PACTS_GPU_CHECK(ended);
-    PACTS_GPU_CHECK(hipGraphInstantiateWithFlags(&g.exec, g.graph, 0));
-    return spec::Status::ok();
+    if (!ended) return ended;
+    return stream_.instantiate(g);
   }
 
   spec::Status time_variant(const HipKernels& k, const pacts_problem& p, Inputs& in,
@@ -298,40 +224,42 @@ class HipTimer final : public Timer {
     timed_plan = plan;
     DeviceBuffer ws;
     if (spec::Status s = ws.allocate(kernels::workspace_size(plan)); !s) return s;
-    PACTS_GPU_CHECK(hipMemsetAsync(in.error_word.data(), 0, 4, stream_));
+    if (spec::Status s = stream_.memset(in.error_word.data(), 0, 4); !s) return s;
     uint32_t* error_word = reinterpret_cast<uint32_t*>(in.error_word.data());
     // One call outside the capture loads the kernels' module and sets their attributes.
-    if (spec::Status s = k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_); !s)
+    if (spec::Status s =
+            k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_.handle());
+        !s)
       return s;
-    PACTS_GPU_CHECK(hipStreamSynchronize(stream_));
-    Captured g;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
+    Graph g;
     const spec::Status graph = capture(k, plan, in, error_word, ws, g);
     if (!graph && graph.code() != spec::Code::kDeviceError) return graph;
     // Should a runtime refuse to capture, the row is still timed, by direct launches (which add
     // the launch latency a graph hides), and says so.
     if (!graph) {
-      (void)hipGetLastError();  // the failed capture's error is not this module's next call's
+      gpu::clear_last_error();  // the failed capture's error is not this module's next call's
       timed_plan.variant += " [direct launches: " + graph.message() + "]";
     }
     const auto replay = [&]() -> spec::Status {
-      if (!g.exec) return k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_);
-      PACTS_GPU_CHECK(hipGraphLaunch(g.exec, stream_));
-      return spec::Status::ok();
+      if (!g.instantiated())
+        return k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_.handle());
+      return stream_.launch(g);
     };
     // Profilers started with collection off (ncu --profile-from-start off) see the timed calls
     // only, not the gate's.
-    PACTS_GPU_CHECK(hipProfilerStart());
+    if (spec::Status s = gpu::profiler_start(); !s) return s;
     for (int32_t it = -o.warmup; it < o.repeats; ++it) {
       const spec::Result<double> t = time_op(replay, it);
       if (!t) return t.status();
       if (it >= 0) samples_us.push_back(t.value());
     }
-    PACTS_GPU_CHECK(hipProfilerStop());
+    if (spec::Status s = gpu::profiler_stop(); !s) return s;
     std::vector<uint8_t> host_out(in.out.bytes());
     uint32_t word = 0;
-    PACTS_GPU_CHECK(
-        hipMemcpy(host_out.data(), in.out.data(), host_out.size(), hipMemcpyDeviceToHost));
-    PACTS_GPU_CHECK(hipMemcpy(&word, error_word, 4, hipMemcpyDeviceToHost));
+    if (spec::Status s = gpu::to_host(host_out.data(), in.out.data(), host_out.size()); !s)
+      return s;
+    if (spec::Status s = gpu::to_host(&word, error_word, 4); !s) return s;
     return k.check_output ? check_timed_output(p, host_out, word) : spec::Status::ok();
   }
 
@@ -339,14 +267,14 @@ class HipTimer final : public Timer {
   kernels::DeviceInfo device_;
   std::vector<HipKernels> kernels_;
   std::vector<std::string> notes_;
-  hipStream_t stream_ = nullptr;
-  hipEvent_t start_ = nullptr, stop_ = nullptr;
+  Stream stream_;
   DeviceBuffer flush_;
 };
 
 }  // namespace
 
-spec::Result<std::unique_ptr<Timer>> make_hip_timer(int32_t ordinal, const Options& options) {
+spec::Result<std::unique_ptr<Timer>> make_hip_timer(const Target& target, const Options& options) {
+  const int32_t ordinal = target.ordinal;
   spec::Result<kernels::DeviceInfo> device = kernels::hip::device(ordinal);
   if (!device) return device.status();
   std::vector<HipKernels> kernels = {safe_hip_kernels()};

@@ -1,5 +1,4 @@
-// pacts-bench internals shared by its source files (C++17: hip_timer.cpp includes this as device
-// code, which kernels/hip's nvcc flags compile as C++17): the timers (one per kind of target), the
+// pacts-bench internals shared by its source files: the timers (one per kind of target), the
 // inputs of a shape, the bytes model and the statistics. Not installed; bench.h is the API.
 #pragma once
 
@@ -13,7 +12,7 @@
 
 namespace pacts::bench {
 
-// The host-memory inputs of one shape: every buffer filled by fill.h's rule from the data seed,
+// The host-memory inputs of one shape: every buffer filled by fill_host() from the data seed,
 // the block table a seeded permutation of the pages, the context lengths context_lengths().
 struct HostInputs {
   pacts_problem problem{};
@@ -22,7 +21,8 @@ struct HostInputs {
 };
 HostInputs make_host_inputs(const Shape& shape, uint64_t seed);
 
-// Fills n bytes at `dst` with fill.h's codes of `format` (n a multiple of the element size).
+// Fills n bytes at `dst` with the codes of `format` by the rule of kernels/hip/bench/bench_inputs.h
+// (n a multiple of the element size).
 void fill_host(uint8_t* dst, uint64_t n, pacts_format format, uint64_t seed);
 
 // The block table of a shape (int32, B x max_pages_per_seq): a seeded permutation of the pages.
@@ -54,9 +54,9 @@ class Timer {
 };
 
 std::unique_ptr<Timer> make_host_timer(const Options& options);
-#if defined(PACTS_BENCH_HAVE_HIP)
-spec::Result<std::unique_ptr<Timer>> make_hip_timer(int32_t ordinal, const Options& options);
-#endif
+// The GPU of a "hip" target: hip_timer.cpp where the build has the HIP kernels (kernels/hip),
+// else no_hip_timer.cpp's NotSupported.
+spec::Result<std::unique_ptr<Timer>> make_hip_timer(const Target& target, const Options& options);
 
 // Median (the mean of the middle two for an even count), min and max.
 Stats statistics(const std::vector<double>& samples_us);

@@ -1,6 +1,7 @@
 // The inputs of a shape, the bytes model and the statistics of pacts-bench.
-#include "fill.h"
 #include "internal.h"
+
+#include "bench_inputs.h"
 
 #include <pacts/conformance/rng.h>
 #include <pacts/spec/formats.h>
@@ -14,8 +15,9 @@
 namespace pacts::bench {
 
 void fill_host(uint8_t* dst, uint64_t n, pacts_format format, uint64_t seed) {
-  const int eb = input_element_bytes(format);
-  for (uint64_t i = 0; i < n / eb; ++i) store_input(dst + i * eb, format, seed, i);
+  namespace inputs = kernels::bench;
+  const int eb = inputs::input_element_bytes(format);
+  for (uint64_t i = 0; i < n / eb; ++i) inputs::store_input(dst + i * eb, format, seed, i);
 }
 
 std::vector<int32_t> block_table(const pacts_problem& p, uint64_t seed) {

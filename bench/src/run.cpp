@@ -4,10 +4,8 @@
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
-#if defined(PACTS_BENCH_HAVE_HIP)
-#include <pacts/conformance/hip_backend.h>
-#endif
 
 #include <algorithm>
 #include <cinttypes>
@@ -48,13 +46,7 @@ spec::Status check_options(const Target& target, const Options& o) {
 
 spec::Result<std::unique_ptr<Timer>> make_timer(const Target& target, const Options& options) {
   if (target.kind == "host") return make_host_timer(options);
-#if defined(PACTS_BENCH_HAVE_HIP)
-  return make_hip_timer(target.ordinal, options);
-#else
-  return spec::not_supported("backend " + target.backend +
-                             ": this build has no HIP kernels (configure with "
-                             "-DPACTS_ENABLE_CUDA=ON)");
-#endif
+  return make_hip_timer(target, options);
 }
 
 Row make_row(const Shape& shape, const std::string& variant, std::string status) {
@@ -236,21 +228,12 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
 
 spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options) {
   if (spec::Status s = check_options(target, options); !s) return s;
-  std::unique_ptr<conformance::Backend> backend;
-  const size_t plus = target.backend.find('+');
-#if defined(PACTS_BENCH_HAVE_HIP)
-  if (target.kind == "hip") {
-    backend = conformance::make_hip_backend(target.ordinal);
-    if (backend && plus != std::string::npos)
-      backend = conformance::make_fault_backend(
-          std::move(backend), *conformance::fault_from_name(target.backend.substr(plus + 1)));
-  }
-#endif
-  if (target.kind == "host") backend = conformance::make_backend(target.backend);
+  // By name from the registry ("hip:1+v_tail_leak" is GPU 1 with a planted fault): the backends
+  // are those the program registered.
+  std::unique_ptr<conformance::Backend> backend = conformance::make_backend(target.backend);
   if (!backend)
     return spec::not_supported("backend " + target.backend + ": not available in this build" +
                                (target.kind == "hip" ? " or no such GPU" : ""));
-  (void)plus;
   return run_set(set, target, *backend, options);
 }
 

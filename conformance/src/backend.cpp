@@ -1,17 +1,9 @@
 #include <pacts/conformance/backend.h>
-#include <pacts/conformance/fault_backend.h>
-#include <pacts/conformance/host_backend.h>
-#include <pacts/conformance/plugin_backend.h>
-#ifdef PACTS_HAVE_HIP_BACKEND
-#include <pacts/conformance/hip_backend.h>
-#endif
 #include <pacts/reference/decode.h>
 #include <pacts/spec/formats.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
-#include <string_view>
 #include <sstream>
 
 namespace pacts::conformance {
@@ -166,43 +158,6 @@ spec::QueryRequantRule fp8_kv_requant_rule() {
 
 std::unique_ptr<Backend> make_reference_backend(const spec::QueryRequantRule& q_requant) {
   return std::make_unique<ReferenceBackend>(q_requant);
-}
-
-std::vector<std::string> backend_names() {
-#ifdef PACTS_HAVE_HIP_BACKEND
-  return {"reference", "host", "hip"};
-#else
-  return {"reference", "host"};
-#endif
-}
-
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "reference") return make_reference_backend();
-  if (name == "reference-requant") return make_reference_backend(fp8_kv_requant_rule());
-  if (name == "host") return make_host_backend();
-  // "lib:PATH": an external backend (pacts/backend_abi.h); a refusal is printed, as the hip
-  // backend prints why it cannot open a device. "lib:PATH+fault" is left to the fault parsing.
-  if (name.rfind(kPluginPrefix, 0) == 0 && name.find('+') == std::string::npos) {
-    auto plugin = load_plugin_backend(name.substr(std::string_view(kPluginPrefix).size()));
-    if (plugin) return std::move(plugin).value();
-    std::fprintf(stderr, "%s\n", plugin.status().to_string().c_str());
-    return nullptr;
-  }
-#ifdef PACTS_HAVE_HIP_BACKEND
-  if (name == "hip") return make_hip_backend();
-  // "hip:N": GPU N (pacts-fuzz makes one backend per device). Anything else after "hip:" (e.g.
-  // "hip:1+v_tail_leak") is left to the fault parsing below.
-  if (name.size() > 4 && name.size() <= 8 && name.compare(0, 4, "hip:") == 0 &&
-      std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return make_hip_backend(std::stoi(name.substr(4)));
-#endif
-  // "<inner>+<fault>": a backend with a planted fault (the self-test's case files name these).
-  if (const size_t plus = name.find('+'); plus != std::string::npos) {
-    const std::optional<Fault> fault = fault_from_name(name.substr(plus + 1));
-    std::unique_ptr<Backend> inner = make_backend(name.substr(0, plus));
-    if (fault && inner) return make_fault_backend(std::move(inner), *fault);
-  }
-  return nullptr;
 }
 
 }  // namespace pacts::conformance

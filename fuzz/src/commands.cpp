@@ -4,6 +4,7 @@
 
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
 
 #include <algorithm>

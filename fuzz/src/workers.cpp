@@ -1,10 +1,8 @@
 #include "workers.h"
 
+#include <pacts/backends/host.h>
 #include <pacts/conformance/fault_backend.h>
-#include <pacts/conformance/host_backend.h>
-#ifdef PACTS_FUZZ_HAVE_HIP
-#include <pacts/hip.h>
-#endif
+#include <pacts/conformance/registry.h>
 
 #include <algorithm>
 #include <charconv>
@@ -44,29 +42,17 @@ spec::Result<std::vector<int32_t>> parse_devices(const std::string& text, int32_
 
 }  // namespace
 
-bool hip_compiled_in() {
-#ifdef PACTS_FUZZ_HAVE_HIP
-  return true;
-#else
-  return false;
-#endif
-}
+bool hip_registered() { return conformance::find_backend("hip") != nullptr; }
 
 int32_t hip_device_count() {
-#ifdef PACTS_FUZZ_HAVE_HIP
-  // pacts/hip.h has no count: probe ordinals until the runtime refuses one (DeviceError).
-  int32_t n = 0;
-  while (n < 64 && kernels::hip::device(n).is_ok()) ++n;
-  return n;
-#else
-  return 0;
-#endif
+  const conformance::BackendFactory* hip = conformance::find_backend("hip");
+  return hip != nullptr && hip->device_count ? hip->device_count() : 0;
 }
 
 std::string accepted_backends() {
   std::string s = "auto";
   for (const std::string& n : conformance::backend_names()) s += ", " + n;
-  if (hip_compiled_in()) s += ", hip:N";
+  if (hip_registered()) s += ", hip:N";
   return s + ", and <backend>+<fault> with a fault of the self-test (e.g. host+v_tail_leak)";
 }
 
@@ -91,7 +77,7 @@ spec::Result<std::vector<WorkerPlan>> plan_workers(const WorkerRequest& r) {
     if (gpus == 0)
       return spec::invalid_argument(
           "--backend " + r.backend + ": no GPU " +
-          (hip_compiled_in() ? "found" : "backend in this build (configure with -DPACTS_ENABLE_CUDA=ON)") +
+          (hip_registered() ? "found" : "backend in this build (configure with -DPACTS_ENABLE_CUDA=ON)") +
           "; accepted here: " + accepted_backends());
     auto devices = parse_devices(r.devices, gpus);
     if (!devices) return devices.status();
@@ -121,7 +107,7 @@ std::unique_ptr<conformance::Backend> make_worker_backend(const WorkerPlan& plan
   const std::string base = plan.backend.substr(0, plus);
   if (base != "host") return conformance::make_backend(plan.backend);
   // The host backend with this worker's thread count; a fault wraps it as make_backend would.
-  auto host = conformance::make_host_backend(plan.host_threads);
+  auto host = backends::make_host_backend(plan.host_threads);
   if (plus == std::string::npos) return host;
   const auto fault = conformance::fault_from_name(plan.backend.substr(plus + 1));
   if (!fault) return nullptr;

@@ -13,9 +13,10 @@
 
 namespace pacts::fuzz {
 
-// GPUs the hip backend can use (0 in a build without it, or on a machine without a GPU).
+// GPUs the hip backend can use (0 when no hip backend is registered, or on a machine without a
+// GPU), and whether one is registered (pacts/conformance/registry.h).
 int32_t hip_device_count();
-bool hip_compiled_in();
+bool hip_registered();
 
 struct WorkerPlan {
   std::string backend;       // the name one worker's backend is made from: "host", "hip:1+...", ...

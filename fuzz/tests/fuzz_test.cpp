@@ -5,6 +5,7 @@
 #include "case_stream.h"
 #include "summary.h"
 
+#include <pacts/backends/register.h>
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/property.h>
 
@@ -34,6 +35,12 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kSeed = 20261129;
+
+// The in-process campaigns make backends by name as pacts-fuzz does: registered as its main() does.
+[[maybe_unused]] const bool registered = [] {
+  pacts::backends::register_all();
+  return true;
+}();
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path d = fs::path(PACTS_FUZZ_TEST_DIR) / name;

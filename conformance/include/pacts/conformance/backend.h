@@ -114,9 +114,6 @@ std::unique_ptr<Backend> make_reference_backend(const spec::QueryRequantRule& q_
 // fp8-row-pow2 for every fp8 and e2m1 KV format.
 spec::QueryRequantRule fp8_kv_requant_rule();
 
-// Backends by name (what --backend accepts): "reference" (and "reference-requant"); the host, HIP and plugin
-// backends register here as they land. nullptr for an unknown name.
-std::vector<std::string> backend_names();
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// Backends by name (what --backend accepts) are the registry's: pacts/conformance/registry.h.
 
 }  // namespace pacts::conformance

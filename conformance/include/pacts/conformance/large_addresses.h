@@ -1,7 +1,7 @@
 // PACTS-DEV-2's case transform: a small valid case spread over large addresses, every byte a
 // 32-bit-wrapped offset could reach set to NaN (spec/properties.md PACTS-DEV-2). The threshold
 // is a parameter so the transform itself is tested on the CPU with small buffers
-// (conformance/tests/large_addresses_test.cpp); the property uses 2^31.
+// (backends/tests/large_addresses_test.cpp); the property uses 2^31.
 #pragma once
 
 #include <pacts/conformance/case_data.h>

@@ -1,0 +1,256 @@
+// pacts: replays cases anywhere (spec/case_files.md).
+//   pacts case run FILE --backend NAME [--dump DIR]   one case file, judged by its property
+//   pacts case check FILE [--backend NAME]            one case file, every property
+//   pacts case run --inputs DIR --backend NAME --out DIR2
+//                                                     an exchange directory made by another tool
+// Exit status: 0 pass (NotSupported and QualityWarning are not failures, spec/properties.md §1),
+// 1 fail, 2 usage or load error.
+#include <pacts/backends/register.h>
+#include <pacts/conformance/case_file.h>
+#include <pacts/conformance/check_util.h>
+#include <pacts/conformance/exchange.h>
+#include <pacts/conformance/generators.h>
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
+#include <pacts/conformance/runner.h>
+#include <pacts/reference/decode.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+
+namespace {
+
+namespace pc = pacts::conformance;
+
+constexpr int kExitPass = 0, kExitFail = 1, kExitUsage = 2;
+constexpr const char* kDefaultProperty = "PACTS-ACC-1";
+
+std::string backend_list() {
+  std::string s;
+  for (const std::string& n : pc::backend_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+std::unique_ptr<pc::Backend> open_backend(const std::string& name) {
+  auto backend = pc::make_backend(name);
+  if (!backend)
+    std::fprintf(stderr, "pacts: unknown backend '%s'; available: %s\n", name.c_str(),
+                 backend_list().c_str());
+  return backend;
+}
+
+// A check that throws fails its case, as in the runner.
+pc::Outcome checked(const pc::Property& property, pc::Backend& backend, pc::Backend& reference,
+                    const pc::CaseSpec& spec) {
+  try {
+    return pc::check_case(property, backend, reference, spec);
+  } catch (const std::exception& e) {
+    return pc::Outcome::fail(std::string("the check threw: ") + e.what());
+  }
+}
+
+int exit_code(pc::Verdict v) { return v == pc::Verdict::kFail ? kExitFail : kExitPass; }
+
+void print_verdict(const char* id, const pc::Outcome& o) {
+  std::printf("  verdict:  %s %s (worst error/bound ratio %.3g)%s\n", id, pc::verdict_name(o.verdict),
+              o.worst_ratio, o.verdict == pc::Verdict::kNotSupported ? ", not a failure" : "");
+  if (!o.detail.empty()) std::printf("  detail:   %s\n", o.detail.c_str());
+}
+
+struct RunArgs {
+  std::string file, inputs, out, dump, backend = "reference";
+};
+
+// Writes the exchange format of `c` with `backend`'s results on it and the reference's.
+bool dump_with_results(const pc::CaseData& c, const std::string& dir, pc::Backend& backend,
+                       const pc::PlanHint& hint, bool write_inputs) {
+  pc::ExchangeExtras extras;
+  extras.write_inputs = write_inputs;
+  pc::Observed observed;
+  if (!pc::unsupported(backend, c.problem)) {
+    observed = pc::observe(backend, c, hint);
+    extras.backend = backend.name();
+    extras.device = backend.device();
+    extras.device_error = observed.run.device_error;
+    if (observed.run.status.is_ok()) {
+      extras.plan = observed.run.plan;
+      extras.out = &observed.out;
+      extras.lse = &observed.lse;
+    }
+  }
+  pc::CaseData copy = c;
+  auto ref = pacts::reference::decode(copy.problem, copy.buffers(), backend.profile().q_requant);
+  if (ref.is_ok()) {
+    extras.reference = &ref.value();
+    extras.profile = &backend.profile();
+  }
+  if (const auto s = pc::dump_case(c, dir, &extras); !s) {
+    std::fprintf(stderr, "pacts: cannot write %s: %s\n", dir.c_str(), s.to_string().c_str());
+    return false;
+  }
+  std::printf("  written:  %s (%s%s)\n", dir.c_str(), write_inputs ? "inputs, " : "",
+              extras.out ? "the backend's out/lse and the reference's results"
+                         : "the reference's results; the backend produced no output");
+  return true;
+}
+
+int run_case_file(const RunArgs& args) {
+  auto file = pc::read_case_file(args.file);
+  if (!file) {
+    std::fprintf(stderr, "pacts: %s\n", file.status().message().c_str());
+    return kExitUsage;
+  }
+  const pc::CaseFile& f = file.value();
+  const std::string id = f.property.empty() ? kDefaultProperty : f.property;
+  const pc::Property* property = pc::find_property(id);
+  if (!property) {
+    std::fprintf(stderr, "pacts: %s: property '%s' is not in this build's catalogue\n",
+                 args.file.c_str(), id.c_str());
+    return kExitUsage;
+  }
+  auto backend = open_backend(args.backend);
+  if (!backend) return kExitUsage;
+  auto reference = pc::make_reference_backend();
+
+  std::printf("pacts case run %s\n", args.file.c_str());
+  std::printf("  case:     %s\n", pc::describe(f.spec).c_str());
+  std::printf("  property: %s %s%s\n", property->id.c_str(), property->name.c_str(),
+              f.property.empty() ? " (the case file names none)" : "");
+  if (!f.backend.empty())
+    std::printf("  recorded: on %s (%s), run seed %llu\n", f.backend.c_str(), f.device.c_str(),
+                static_cast<unsigned long long>(f.run_seed));
+  std::printf("  backend:  %s (%s)\n", backend->name().c_str(), backend->device().c_str());
+  const pc::Outcome o = checked(*property, *backend, *reference, f.spec);
+  print_verdict(property->id.c_str(), o);
+  if (!args.dump.empty() && !dump_with_results(f.spec.build(), args.dump, *backend, f.hint, true))
+    return kExitUsage;
+  return exit_code(o.verdict);
+}
+
+// PACTS-ACC-1 on a case that exists only as data (no CaseSpec to hand to the property): the
+// same judgement as conformance/properties/acc.cpp, through the same building blocks.
+pc::Outcome judge_matches_reference(pc::Backend& backend, const pc::CaseData& c,
+                                    const pacts::reference::Output& ref) {
+  if (auto o = pc::unsupported(backend, c.problem)) return *o;
+  const pc::Observed got = pc::observe(backend, c);
+  if (auto o = pc::run_failed(got, kDefaultProperty)) return *o;
+  return pc::within_tolerance(backend, c.problem, got, ref);
+}
+
+int run_inputs(const RunArgs& args) {
+  auto loaded = pc::load_case(args.inputs);
+  if (!loaded) {
+    std::fprintf(stderr, "pacts: %s\n", loaded.status().to_string().c_str());
+    return kExitUsage;
+  }
+  pc::CaseData& c = loaded.value();
+  auto backend = open_backend(args.backend);
+  if (!backend) return kExitUsage;
+  pc::CaseData copy = c;
+  auto ref = pacts::reference::decode(copy.problem, copy.buffers(), backend->profile().q_requant);
+  if (!ref) {
+    std::fprintf(stderr, "pacts: %s: the reference refuses these inputs: %s\n", args.inputs.c_str(),
+                 ref.status().to_string().c_str());
+    return kExitUsage;
+  }
+  std::printf("pacts case run --inputs %s\n", args.inputs.c_str());
+  std::printf("  backend:  %s (%s)\n", backend->name().c_str(), backend->device().c_str());
+  pc::Outcome o;
+  try {
+    o = judge_matches_reference(*backend, c, ref.value());
+  } catch (const std::exception& e) {
+    o = pc::Outcome::fail(std::string("the check threw: ") + e.what());
+  }
+  print_verdict(kDefaultProperty, o);
+  // Results only: the inputs are the caller's and may be large.
+  if (!dump_with_results(c, args.out, *backend, pc::PlanHint::automatic(), false)) return kExitUsage;
+  return exit_code(o.verdict);
+}
+
+int check_case_file(const std::string& path, const std::string& backend_name) {
+  auto file = pc::read_case_file(path);
+  if (!file) {
+    std::fprintf(stderr, "pacts: %s\n", file.status().message().c_str());
+    return kExitUsage;
+  }
+  auto backend = open_backend(backend_name);
+  if (!backend) return kExitUsage;
+  auto reference = pc::make_reference_backend();
+  const pc::CaseSpec& spec = file.value().spec;
+  std::printf("pacts case check %s\n  case:    %s\n  backend: %s (%s)\n\n", path.c_str(),
+              pc::describe(spec).c_str(), backend->name().c_str(), backend->device().c_str());
+  std::printf("%-18s %-34s %-15s %12s\n", "ID", "name", "verdict", "worst ratio");
+  int counts[4] = {0, 0, 0, 0};
+  for (const pc::Property& property : pc::catalogue()) {
+    const pc::Outcome o = checked(property, *backend, *reference, spec);
+    ++counts[static_cast<int>(o.verdict)];
+    std::printf("%-18s %-34s %-15s %12.3g\n", property.id.c_str(), property.name.c_str(),
+                pc::verdict_name(o.verdict), o.worst_ratio);
+    if (o.verdict == pc::Verdict::kFail || o.verdict == pc::Verdict::kQualityWarning)
+      std::printf("    %s\n", o.detail.c_str());
+  }
+  const int fails = counts[static_cast<int>(pc::Verdict::kFail)];
+  std::printf("\n%zu properties: %d passed, %d failed, %d quality warnings, %d not supported\n",
+              pc::catalogue().size(), counts[static_cast<int>(pc::Verdict::kPass)], fails,
+              counts[static_cast<int>(pc::Verdict::kQualityWarning)],
+              counts[static_cast<int>(pc::Verdict::kNotSupported)]);
+  return fails ? kExitFail : kExitPass;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  pacts::backends::register_all();
+  CLI::App app{"pacts: replay paged-attention decode cases (spec/case_files.md)"};
+  app.require_subcommand(1);
+  CLI::App* cases = app.add_subcommand("case", "run or check one case");
+  cases->require_subcommand(1);
+
+  RunArgs run;
+  CLI::App* run_cmd = cases->add_subcommand(
+      "run", "run one case on a backend and judge it by its property (default PACTS-ACC-1); "
+             "exit 0 pass or not supported, 1 fail, 2 usage or load error");
+  auto* file_opt = run_cmd->add_option("file", run.file, "case file (JSON)");
+  auto* inputs_opt = run_cmd->add_option("--inputs", run.inputs,
+                                         "an exchange directory (problem.json and .npy files) "
+                                         "instead of a case file");
+  auto* out_opt = run_cmd->add_option("--out", run.out,
+                                      "with --inputs: where to write out/lse and the reference's "
+                                      "results");
+  auto* dump_opt = run_cmd->add_option("--dump", run.dump,
+                                       "with a case file: write its exchange format, with the "
+                                       "backend's and the reference's results, into this directory");
+  run_cmd->add_option("--backend", run.backend,
+                      "backend to run (" + backend_list() + ")")
+      ->capture_default_str();
+  file_opt->excludes(inputs_opt);
+  dump_opt->excludes(inputs_opt);
+  out_opt->needs(inputs_opt);
+  inputs_opt->needs(out_opt);
+
+  std::string check_file, check_backend = "reference";
+  CLI::App* check_cmd = cases->add_subcommand(
+      "check", "run every property of the catalogue on one case and print a table; exit 1 if "
+               "any fails");
+  check_cmd->add_option("file", check_file, "case file (JSON)")->required();
+  check_cmd->add_option("--backend", check_backend, "backend to run (" + backend_list() + ")")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitPass : kExitUsage;
+  }
+  if (check_cmd->parsed()) return check_case_file(check_file, check_backend);
+  if (!run.inputs.empty()) return run_inputs(run);
+  if (run.file.empty()) {
+    std::fprintf(stderr, "pacts case run: give a case file or --inputs DIR --out DIR2\n");
+    return kExitUsage;
+  }
+  return run_case_file(run);
+}

@@ -1,0 +1,372 @@
+#include "qualify_report.h"
+
+#include <pacts/spec/formats.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace pacts::conformance::report {
+namespace {
+
+using nlohmann::json;
+
+std::string mode_name(pacts_scale_mode m) {
+  static const char* const kNames[] = {"none", "per_tensor", "per_token", "mx_block"};
+  return m >= 0 && m <= 3 ? kNames[m] : "invalid";
+}
+
+std::vector<std::string> format_names(const std::vector<pacts_format>& formats) {
+  std::vector<std::string> names;
+  for (pacts_format f : formats) names.emplace_back(spec::format_name(f));
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& items, const char* separator = ", ") {
+  std::string s;
+  for (const std::string& x : items) s += (s.empty() ? "" : separator) + x;
+  return s;
+}
+
+std::string ratio_text(double r) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", r);
+  return buffer;
+}
+
+json counts_json(const Counts& c) {
+  return {{"pass", c.pass}, {"fail", c.fail}, {"not_supported", c.not_supported},
+          {"quality_warning", c.quality_warning}};
+}
+
+json capabilities_json(const Capabilities& c) {
+  std::vector<std::string> modes;
+  for (pacts_scale_mode m : c.scale_modes) modes.push_back(mode_name(m));
+  return {{"q_formats", format_names(c.q_formats)},
+          {"kv_formats", format_names(c.kv_formats)},
+          {"out_formats", format_names(c.out_formats)},
+          {"scale_modes", modes},
+          {"head_dims", c.head_dims},
+          {"page_sizes", {c.min_page_size, c.max_page_size}},
+          {"max_q_len", c.max_q_len},
+          {"max_group", c.max_group},
+          {"chunked_layouts", c.chunked_layouts},
+          {"sinks", c.sinks},
+          {"window", c.window},
+          {"softcap", c.softcap},
+          {"lse", c.lse},
+          {"deterministic", c.deterministic},
+          {"split_plans", c.split_plans},
+          {"plan_replay", c.plan_replay},
+          {"large_buffers", c.large_buffers},
+          {"vector_alignment_bytes", c.requirements.vector_alignment_bytes},
+          {"max_element_offset", c.requirements.max_element_offset}};
+}
+
+// The KV formats a query requantisation rule applies to (spec/tolerance.md §2.1).
+std::vector<pacts_format> requant_formats(const spec::QueryRequantRule& rule) {
+  std::vector<pacts_format> formats;
+  for (int f = 0; f < 32; ++f)
+    if (spec::requantises(rule, static_cast<pacts_format>(f)))
+      formats.push_back(static_cast<pacts_format>(f));
+  return formats;
+}
+
+json profile_json(const spec::NumericsProfile& p) {
+  return {{"name", p.name},         {"u_logit", p.u_logit},     {"u_q", p.u_q},
+          {"u_p", p.u_p},           {"eta_p", p.eta_p},
+          {"p_rounded_in_denominator", p.p_rounded_in_denominator},
+          {"u_acc", p.u_acc},       {"u_partial", p.u_partial}, {"eps_exp", p.eps_exp},
+          {"eps_tanh", p.eps_tanh}, {"eps_log", p.eps_log},     {"ftz", p.ftz},
+          {"q_requant", {{"rule", std::string(spec::requant_name(p.q_requant.kind))},
+                         {"kv_formats", format_names(requant_formats(p.q_requant))}}}};
+}
+
+// The text of XML attribute values and character data.
+std::string xml_escaped(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 admits no control characters but tab, newline and carriage return.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+          out += ' ';
+        else
+          out += ch;
+    }
+  }
+  return out;
+}
+
+// Table cells: one line, no pipe.
+std::string cell(std::string s) {
+  for (char& ch : s)
+    if (ch == '|' || ch == '\n') ch = ' ';
+  return s;
+}
+
+std::string count_cell(const Counts& c) {
+  return std::to_string(c.pass) + " / " + std::to_string(c.fail) + " / " +
+         std::to_string(c.not_supported) + " / " + std::to_string(c.quality_warning);
+}
+
+bool row_failed(const PropertyRow& r) { return r.verdict == Verdict::kFail; }
+
+}  // namespace
+
+Verdict combine(const Counts& mustpass, const Counts& generated) {
+  if (mustpass.fail + generated.fail > 0) return Verdict::kFail;
+  if (mustpass.quality_warning + generated.quality_warning > 0) return Verdict::kQualityWarning;
+  if (mustpass.pass + generated.pass > 0) return Verdict::kPass;
+  return Verdict::kNotSupported;
+}
+
+bool mandatory_failure(const Report& report) {
+  for (const CheckResult& c : report.self_checks)
+    if (c.verdict == Verdict::kFail) return true;
+  for (const BackendSection& b : report.backends)
+    if (std::any_of(b.rows.begin(), b.rows.end(), row_failed)) return true;
+  return false;
+}
+
+json to_json(const Report& r) {
+  json j;
+  j["tool"] = "pacts-qualify";
+  j["report_version"] = 1;
+  j["suite_version"] = r.suite_version;
+  j["compiler"] = r.compiler;
+  j["build_type"] = r.build_type;
+  j["started_utc"] = r.started_utc;
+  j["seed"] = std::to_string(r.seed);  // decimal string: exact beyond 2^53 (spec/case_files.md §2.2)
+  j["cases_per_property"] = r.cases_per_property;
+  j["mustpass"] = {{"version", r.mustpass_version}, {"dir", r.mustpass_dir},
+                   {"files", r.mustpass_files}};
+  j["compile_checked_only"] = r.compile_only;
+  j["notes"] = r.notes;
+  j["qualified"] = !mandatory_failure(r);
+  j["self_checks"] = json::array();
+  for (const CheckResult& c : r.self_checks)
+    j["self_checks"].push_back({{"id", c.id}, {"name", c.name}, {"backend", c.backend},
+                                {"verdict", verdict_name(c.verdict)}, {"cases", c.cases},
+                                {"not_applicable", c.not_applicable}, {"detail", c.detail},
+                                {"seconds", c.seconds}});
+  j["backends"] = json::array();
+  for (const BackendSection& b : r.backends) {
+    json jb = {{"name", b.name},       {"device", b.device},
+               {"driver", b.driver},   {"runtime", b.runtime},
+               {"capabilities", capabilities_json(b.capabilities)},
+               {"numerics_profile", profile_json(b.profile)},
+               {"bench", b.bench},     {"bench_sets", json::array()},
+               {"results", json::array()}};
+    for (const std::string& text : b.bench_json)
+      jb["bench_sets"].push_back(json::parse(text, nullptr, /*allow_exceptions=*/false));
+    if (!b.plugin_path.empty())
+      jb["plugin"] = {{"path", b.plugin_path}, {"name", b.plugin_name},
+                      {"version", b.plugin_version}};
+    for (const PropertyRow& row : b.rows)
+      jb["results"].push_back({{"id", row.id},
+                               {"name", row.name},
+                               {"level", row.mandatory ? "Mandatory" : "QualityWarning"},
+                               {"verdict", verdict_name(row.verdict)},
+                               {"mustpass", counts_json(row.mustpass)},
+                               {"generated", counts_json(row.generated)},
+                               {"worst_error_bound_ratio", row.worst_ratio},
+                               {"seconds", row.seconds},
+                               {"failing_case_files", row.failing_case_files},
+                               {"detail", row.detail},
+                               {"replay", row.replay}});
+    j["backends"].push_back(std::move(jb));
+  }
+  return j;
+}
+
+std::string to_markdown(const Report& r) {
+  std::ostringstream md;
+  const bool failed = mandatory_failure(r);
+  md << "# pacts qualification report\n\n";
+  md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
+     << "**\n\n";
+  md << "| | |\n| --- | --- |\n";
+  md << "| suite version | " << cell(r.suite_version) << " |\n";
+  md << "| compiler | " << cell(r.compiler) << " (" << cell(r.build_type) << ") |\n";
+  md << "| started (UTC) | " << r.started_utc << " |\n";
+  md << "| seed | " << r.seed << " (replay the run with `pacts-qualify --seed " << r.seed << "`) |\n";
+  md << "| generated cases | " << r.cases_per_property << " per property |\n";
+  md << "| mustpass | v" << r.mustpass_version << ", " << r.mustpass_files << " case files ("
+     << cell(r.mustpass_dir) << ") |\n";
+  for (const std::string& target : r.compile_only)
+    md << "| " << target << " | compile-checked only: no kernel ran |\n";
+  md << "\n";
+  for (const std::string& note : r.notes) md << "- " << note << "\n";
+  if (!r.notes.empty()) md << "\n";
+
+  md << "Result states (spec/properties.md §1): Pass, Fail, NotSupported (never a failure), "
+        "QualityWarning (never blocks). Counts are cases as pass / fail / NotSupported / "
+        "QualityWarning; a generated run stops at its first failing case and shrinks it.\n\n";
+
+  for (const BackendSection& b : r.backends) {
+    md << "## Backend `" << b.name << "`\n\n";
+    md << "| | |\n| --- | --- |\n";
+    md << "| device | " << cell(b.device) << " |\n";
+    md << "| driver | " << cell(b.driver) << " |\n";
+    md << "| runtime | " << cell(b.runtime) << " |\n";
+    if (!b.plugin_path.empty())
+      md << "| plugin | " << cell(b.plugin_name) << " version " << cell(b.plugin_version) << ", "
+         << cell(b.plugin_path) << " |\n";
+    const Capabilities& c = b.capabilities;
+    std::vector<std::string> modes;
+    for (pacts_scale_mode m : c.scale_modes) modes.push_back(mode_name(m));
+    std::vector<std::string> dims;
+    for (int32_t d : c.head_dims) dims.push_back(std::to_string(d));
+    std::vector<std::string> options;
+    const std::pair<const char*, bool> flags[] = {
+        {"chunked layouts", c.chunked_layouts}, {"sinks", c.sinks}, {"window", c.window},
+        {"soft-cap", c.softcap}, {"LSE", c.lse}, {"deterministic", c.deterministic},
+        {"split plans", c.split_plans}, {"plan replay", c.plan_replay},
+        {"large buffers", c.large_buffers}};
+    for (const auto& [name, on] : flags)
+      if (on) options.emplace_back(name);
+    md << "| Q formats | " << joined(format_names(c.q_formats)) << " |\n";
+    md << "| KV formats | " << joined(format_names(c.kv_formats)) << " |\n";
+    md << "| output formats | " << joined(format_names(c.out_formats)) << " |\n";
+    md << "| scale modes | " << joined(modes) << " |\n";
+    md << "| head dims, page sizes, L, G | " << joined(dims) << "; " << c.min_page_size << " to "
+       << c.max_page_size << "; up to " << c.max_q_len << "; up to " << c.max_group << " |\n";
+    md << "| options | " << joined(options) << " |\n";
+    md << "| requirements | vector alignment " << c.requirements.vector_alignment_bytes
+       << " B, max element offset " << c.requirements.max_element_offset << " |\n";
+    const spec::NumericsProfile& p = b.profile;
+    md << "| numerics profile | " << cell(p.name) << ": u_logit " << ratio_text(p.u_logit)
+       << ", u_q " << ratio_text(p.u_q) << ", u_p " << ratio_text(p.u_p) << ", eta_p "
+       << ratio_text(p.eta_p) << ", u_acc " << ratio_text(p.u_acc) << ", u_partial "
+       << ratio_text(p.u_partial) << ", eps_exp " << ratio_text(p.eps_exp) << ", eps_tanh "
+       << ratio_text(p.eps_tanh) << ", eps_log " << ratio_text(p.eps_log)
+       << (p.p_rounded_in_denominator ? ", rounded P in the denominator" : "")
+       << (p.ftz ? ", flush to zero" : "")
+       << (p.q_requant.kind == spec::QueryRequant::kNone
+               ? std::string()
+               : ", query requantised (" + std::string(spec::requant_name(p.q_requant.kind)) +
+                     ") for KV " + joined(format_names(requant_formats(p.q_requant))))
+       << " |\n\n";
+
+    md << "| property | name | level | verdict | mustpass | generated | worst error/bound | failing case files |\n";
+    md << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    for (const PropertyRow& row : b.rows)
+      md << "| " << row.id << " | " << row.name << " | "
+         << (row.mandatory ? "Mandatory" : "QualityWarning") << " | "
+         << (row.verdict == Verdict::kFail ? "**Fail**" : verdict_name(row.verdict)) << " | "
+         << count_cell(row.mustpass) << " | " << count_cell(row.generated) << " | "
+         << ratio_text(row.worst_ratio) << " | " << cell(joined(row.failing_case_files, "; "))
+         << " |\n";
+    md << "\n";
+    bool any = false;
+    for (const PropertyRow& row : b.rows) {
+      if (row.verdict != Verdict::kFail && row.verdict != Verdict::kQualityWarning) continue;
+      if (!any) md << "### Failures and warnings\n\n";
+      any = true;
+      md << "- **" << row.id << "** " << verdict_name(row.verdict) << ": " << cell(row.detail) << "\n";
+      // Every case file replays anywhere (spec/case_files.md §6), judged by the property it names.
+      for (const std::string& f : row.failing_case_files)
+        md << "  - case file `" << f << "`: `pacts case run " << f << " --backend " << b.name << "`\n";
+    }
+    if (any) md << "\n";
+    md << "### Bench sets\n\n" << b.bench << "\n\n";
+  }
+
+  md << "## The reference's self-checks\n\n| id | name | verdict | cases | detail |\n"
+        "| --- | --- | --- | --- | --- |\n";
+  for (const CheckResult& c : r.self_checks)
+    md << "| " << c.id << " | " << cell(c.name) << " | " << verdict_name(c.verdict) << " | "
+       << c.cases << " | " << cell(c.detail) << " |\n";
+  return md.str();
+}
+
+std::string to_junit(const Report& r) {
+  std::ostringstream x;
+  int64_t tests = 0, failures = 0, skipped = 0;
+  for (const BackendSection& b : r.backends)
+    for (const PropertyRow& row : b.rows) {
+      ++tests;
+      failures += row.verdict == Verdict::kFail;
+      skipped += row.verdict == Verdict::kNotSupported;
+    }
+  for (const CheckResult& c : r.self_checks) {
+    ++tests;
+    failures += c.verdict == Verdict::kFail;
+  }
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x << "<testsuites name=\"pacts-qualify\" tests=\"" << tests << "\" failures=\"" << failures
+    << "\" skipped=\"" << skipped << "\">\n";
+  const auto suite_open = [&](const std::string& name, size_t n, int64_t f, int64_t s) {
+    x << "  <testsuite name=\"" << xml_escaped(name) << "\" tests=\"" << n << "\" failures=\""
+      << f << "\" skipped=\"" << s << "\">\n";
+    x << "    <properties>\n"
+      << "      <property name=\"suite_version\" value=\"" << xml_escaped(r.suite_version) << "\"/>\n"
+      << "      <property name=\"seed\" value=\"" << r.seed << "\"/>\n"
+      << "    </properties>\n";
+  };
+  for (const BackendSection& b : r.backends) {
+    const int64_t f = std::count_if(b.rows.begin(), b.rows.end(), row_failed);
+    const int64_t s = std::count_if(b.rows.begin(), b.rows.end(), [](const PropertyRow& row) {
+      return row.verdict == Verdict::kNotSupported;
+    });
+    suite_open(b.name, b.rows.size(), f, s);
+    for (const PropertyRow& row : b.rows) {
+      x << "    <testcase classname=\"pacts." << xml_escaped(b.name) << "\" name=\""
+        << xml_escaped(row.id + " " + row.name) << "\" time=\"" << row.seconds << "\">\n";
+      const std::string files = joined(row.failing_case_files, "; ");
+      if (row.verdict == Verdict::kFail)
+        x << "      <failure message=\"" << xml_escaped(row.detail) << "\" type=\"Fail\">"
+          << xml_escaped("case files: " + files + (row.replay.empty() ? "" : "\nreplay: " + row.replay))
+          << "</failure>\n";
+      if (row.verdict == Verdict::kNotSupported)
+        x << "      <skipped message=\"NotSupported on " << xml_escaped(b.name) << "\"/>\n";
+      if (row.verdict == Verdict::kQualityWarning)
+        x << "      <system-out>" << xml_escaped("QualityWarning: " + row.detail + "\ncase files: " + files)
+          << "</system-out>\n";
+      x << "    </testcase>\n";
+    }
+    x << "  </testsuite>\n";
+  }
+  const int64_t self_failed = std::count_if(r.self_checks.begin(), r.self_checks.end(),
+                                            [](const CheckResult& c) { return c.verdict == Verdict::kFail; });
+  suite_open("reference self-checks", r.self_checks.size(), self_failed, 0);
+  for (const CheckResult& c : r.self_checks) {
+    x << "    <testcase classname=\"pacts.self_checks\" name=\"" << xml_escaped(c.id + " " + c.name)
+      << "\" time=\"" << c.seconds << "\">\n";
+    if (c.verdict == Verdict::kFail)
+      x << "      <failure message=\"" << xml_escaped(c.detail) << "\" type=\"Fail\"/>\n";
+    x << "    </testcase>\n";
+  }
+  x << "  </testsuite>\n</testsuites>\n";
+  return x.str();
+}
+
+spec::Status write_report(const Report& report, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return spec::invalid_argument("--out " + dir + ": cannot create the directory: " + ec.message());
+  const std::pair<const char*, std::string> files[] = {
+      {"report.md", to_markdown(report)},
+      {"report.json", to_json(report).dump(2) + "\n"},
+      {"report.junit.xml", to_junit(report)}};
+  for (const auto& [name, text] : files) {
+    const fs::path path = fs::path(dir) / name;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    out.close();
+    if (!out) return spec::invalid_argument("--out " + dir + ": cannot write " + path.string());
+  }
+  return spec::Status::ok();
+}
+
+}  // namespace pacts::conformance::report

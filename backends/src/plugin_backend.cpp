@@ -1,0 +1,398 @@
+// The plugin loader: a library implementing pacts/backend_abi.h as a conformance Backend.
+//
+// Everything the plugin declares is checked when it is loaded, before any problem reaches it, so
+// that a wrong declaration is a load refusal naming the field and never a confusing verdict later:
+// a capability the spec does not define would turn Fail into NotSupported (or the reverse), and a
+// numerics value out of range would make the tolerance bound meaningless (spec/tolerance.md §2).
+#include <pacts/backend_abi.h>
+#include <pacts/backends/plugin.h>
+#include <pacts/conformance/registry.h>
+#include <pacts/spec/formats.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace pacts::backends {
+namespace {
+
+using conformance::Backend;
+using conformance::Capabilities;
+using conformance::Job;
+using conformance::PlanHint;
+using conformance::RunResult;
+
+using spec::Status;
+
+// The library handle, closed when the last user (the backend, after its instance) lets go.
+using Library = std::shared_ptr<void>;
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& x : items) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// Refusals name the library first (spec/refusals.md §1 style: what, its value, what is accepted).
+class Checker {
+ public:
+  explicit Checker(std::string path) : path_(std::move(path)) {}
+
+  Status refuse(const std::string& what) const {
+    return spec::invalid_argument("backend library " + path_ + ": " + what);
+  }
+
+  Status flag(const char* field, int32_t value) const {
+    if (value == 0 || value == 1) return Status::ok();
+    return refuse(std::string("capabilities.") + field + " = " + std::to_string(value) +
+                  ": accepted: 0 or 1");
+  }
+
+  template <class T>
+  Status list(const char* field, uint32_t count, const T* values, const std::vector<T>& accepted,
+              std::string (*name)(T), std::vector<T>& out) const {
+    if (count == 0 || count > PACTS_BACKEND_LIST_MAX)
+      return refuse(std::string("capabilities.num_") + field + " = " + std::to_string(count) +
+                    ": accepted: 1 to " + std::to_string(PACTS_BACKEND_LIST_MAX));
+    for (uint32_t i = 0; i < count; ++i) {
+      if (std::find(accepted.begin(), accepted.end(), values[i]) == accepted.end()) {
+        std::vector<std::string> names;
+        for (T a : accepted) names.push_back(name(a));
+        return refuse(std::string("capabilities.") + field + "[" + std::to_string(i) + "] = " +
+                      name(values[i]) + ": accepted: " + quoted_list(names));
+      }
+      out.push_back(values[i]);
+    }
+    return Status::ok();
+  }
+
+  Status number(const char* field, double value) const {
+    if (std::isfinite(value) && value >= 0 && value < 1) return Status::ok();
+    return refuse(std::string("numerics.") + field + " = " + std::to_string(value) +
+                  ": accepted: finite, >= 0 and < 1");
+  }
+
+ private:
+  std::string path_;
+};
+
+std::string format_text(pacts_format f) {
+  return std::string(spec::format_name(f)) + " (" + std::to_string(static_cast<int64_t>(f)) + ")";
+}
+std::string mode_text(pacts_scale_mode m) {
+  static const char* const kNames[] = {"none", "per_tensor", "per_token", "mx_block"};
+  const std::string n = m >= 0 && m <= 3 ? kNames[m] : "invalid";
+  return n + " (" + std::to_string(static_cast<int64_t>(m)) + ")";
+}
+std::string int_text(int32_t x) { return std::to_string(x); }
+
+bool is_power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// 1-64 characters of [A-Za-z0-9._-]: the name goes into test names and file names.
+bool valid_name(const char* s) {
+  if (s == nullptr) return false;
+  const std::string_view v(s);
+  if (v.empty() || v.size() > 64) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+std::string text_or_empty(const char* s) { return s ? std::string(s) : std::string(); }
+
+// The fixed-size text of a result, read without trusting a terminating NUL.
+std::string bounded(const char* s, size_t capacity) {
+  return std::string(s, strnlen(s, capacity));
+}
+
+Status check_capabilities_of(const Checker& c, const pacts_backend_capabilities& in,
+                             Capabilities& out) {
+  const Capabilities all = Capabilities::everything();
+  out = Capabilities{};  // empty lists; filled from the declaration below
+  if (Status s = c.list("q_formats", in.num_q_formats, in.q_formats, all.q_formats, format_text,
+                        out.q_formats); !s)
+    return s;
+  if (Status s = c.list("kv_formats", in.num_kv_formats, in.kv_formats, all.kv_formats,
+                        format_text, out.kv_formats); !s)
+    return s;
+  if (Status s = c.list("out_formats", in.num_out_formats, in.out_formats, all.out_formats,
+                        format_text, out.out_formats); !s)
+    return s;
+  if (Status s = c.list("scale_modes", in.num_scale_modes, in.scale_modes, all.scale_modes,
+                        mode_text, out.scale_modes); !s)
+    return s;
+  if (Status s = c.list("head_dims", in.num_head_dims, in.head_dims, all.head_dims, int_text,
+                        out.head_dims); !s)
+    return s;
+  // spec/refusals.md §2: page sizes are powers of two from 8 to 256, L is 1..16.
+  for (const auto& [field, value] : {std::pair{"min_page_size", in.min_page_size},
+                                     std::pair{"max_page_size", in.max_page_size}})
+    if (!is_power_of_two(value) || value < 8 || value > 256)
+      return c.refuse(std::string("capabilities.") + field + " = " + std::to_string(value) +
+                      ": accepted: a power of two from 8 to 256");
+  if (in.min_page_size > in.max_page_size)
+    return c.refuse("capabilities.min_page_size = " + std::to_string(in.min_page_size) +
+                    " exceeds max_page_size = " + std::to_string(in.max_page_size));
+  if (in.max_q_len < 1 || in.max_q_len > 16)
+    return c.refuse("capabilities.max_q_len = " + std::to_string(in.max_q_len) +
+                    ": accepted: 1 to 16");
+  if (in.max_group < 1)
+    return c.refuse("capabilities.max_group = " + std::to_string(in.max_group) +
+                    ": accepted: >= 1");
+  const std::pair<const char*, int32_t> flags[] = {
+      {"chunked_layouts", in.chunked_layouts}, {"sinks", in.sinks}, {"window", in.window},
+      {"softcap", in.softcap}, {"lse", in.lse}, {"deterministic", in.deterministic},
+      {"split_plans", in.split_plans}, {"plan_replay", in.plan_replay},
+      {"large_buffers", in.large_buffers}};
+  for (const auto& [field, value] : flags)
+    if (Status s = c.flag(field, value); !s) return s;
+  if (!is_power_of_two(in.vector_alignment_bytes))
+    return c.refuse("capabilities.vector_alignment_bytes = " +
+                    std::to_string(in.vector_alignment_bytes) + ": accepted: a power of two >= 1");
+  if (in.max_element_offset < 1)
+    return c.refuse("capabilities.max_element_offset = " + std::to_string(in.max_element_offset) +
+                    ": accepted: >= 1");
+  if (in.reserved0 != 0)
+    return c.refuse("capabilities.reserved0 = " + std::to_string(in.reserved0) + ": accepted: 0");
+  out.min_page_size = in.min_page_size;
+  out.max_page_size = in.max_page_size;
+  out.max_q_len = in.max_q_len;
+  out.max_group = in.max_group;
+  out.chunked_layouts = in.chunked_layouts != 0;
+  out.sinks = in.sinks != 0;
+  out.window = in.window != 0;
+  out.softcap = in.softcap != 0;
+  out.lse = in.lse != 0;
+  out.deterministic = in.deterministic != 0;
+  out.split_plans = in.split_plans != 0;
+  out.plan_replay = in.plan_replay != 0;
+  out.large_buffers = in.large_buffers != 0;
+  out.requirements.vector_alignment_bytes = in.vector_alignment_bytes;
+  out.requirements.max_element_offset = in.max_element_offset;
+  return Status::ok();
+}
+
+Status check_numerics_of(const Checker& c, const pacts_backend_numerics& in, const std::string& name,
+                         spec::NumericsProfile& out) {
+  const std::pair<const char*, double> numbers[] = {
+      {"u_logit", in.u_logit}, {"u_q", in.u_q}, {"u_p", in.u_p}, {"eta_p", in.eta_p},
+      {"u_acc", in.u_acc}, {"u_partial", in.u_partial}, {"eps_exp", in.eps_exp},
+      {"eps_tanh", in.eps_tanh}, {"eps_log", in.eps_log}};
+  for (const auto& [field, value] : numbers)
+    if (Status s = c.number(field, value); !s) return s;
+  for (const auto& [field, value] : {std::pair{"p_rounded_in_denominator", in.p_rounded_in_denominator},
+                                     std::pair{"ftz", in.ftz}})
+    if (value != 0 && value != 1)
+      return c.refuse(std::string("numerics.") + field + " = " + std::to_string(value) +
+                      ": accepted: 0 or 1");
+  out.name = name;
+  out.u_logit = in.u_logit;
+  out.u_q = in.u_q;
+  out.u_p = in.u_p;
+  out.eta_p = in.eta_p;
+  out.p_rounded_in_denominator = in.p_rounded_in_denominator != 0;
+  out.u_acc = in.u_acc;
+  out.u_partial = in.u_partial;
+  out.eps_exp = in.eps_exp;
+  out.eps_tanh = in.eps_tanh;
+  out.eps_log = in.eps_log;
+  out.ftz = in.ftz != 0;
+  return Status::ok();
+}
+
+pacts_backend_plan_hint to_c(const PlanHint& hint) {
+  switch (hint.kind) {
+    case PlanHint::Kind::kPartitionSize: return {PACTS_HINT_PARTITION_SIZE, hint.value};
+    case PlanHint::Kind::kPartitions: return {PACTS_HINT_PARTITIONS, hint.value};
+    case PlanHint::Kind::kAutomatic: break;
+  }
+  return {PACTS_HINT_AUTOMATIC, 0};
+}
+
+class PluginBackend final : public Backend {
+ public:
+  PluginBackend(Library library, const pacts_backend_v1* api, pacts_backend_instance* instance,
+                PluginInfo info, Capabilities caps, spec::NumericsProfile profile)
+      : library_(std::move(library)), api_(api), instance_(instance), info_(std::move(info)),
+        caps_(std::move(caps)), profile_(std::move(profile)), device_(api->device) {}
+  ~PluginBackend() override { api_->destroy(instance_); }
+  PluginBackend(const PluginBackend&) = delete;
+  PluginBackend& operator=(const PluginBackend&) = delete;
+
+  std::string name() const override { return kPluginPrefix + info_.path; }
+  std::string device() const override { return device_; }
+  const Capabilities& capabilities() const override { return caps_; }
+  const spec::NumericsProfile& profile() const override { return profile_; }
+  const PluginInfo& info() const { return info_; }
+
+  RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
+                const PlanHint& hint) override {
+    const pacts_backend_plan_hint c_hint = to_c(hint);
+    pacts_backend_result result{};
+    api_->run(instance_, &problem, &buffers, &c_hint, &result);
+    return from_c(result, "run");
+  }
+
+  RunResult run_replayed(const pacts_problem& problem, const pacts_buffers& buffers,
+                         std::span<const int32_t> replayed_context_lens,
+                         const PlanHint& hint) override {
+    if (api_->run_replayed == nullptr)  // plan_replay not declared: NotSupported
+      return Backend::run_replayed(problem, buffers, replayed_context_lens, hint);
+    const pacts_backend_plan_hint c_hint = to_c(hint);
+    pacts_backend_result result{};
+    api_->run_replayed(instance_, &problem, &buffers, replayed_context_lens.data(),
+                       static_cast<int32_t>(replayed_context_lens.size()), &c_hint, &result);
+    return from_c(result, "run_replayed");
+  }
+
+ private:
+  // A status outside the enum is the plugin's bug: Internal, naming the value.
+  RunResult from_c(const pacts_backend_result& r, const char* call) const {
+    RunResult out;
+    out.device_error = r.device_error;
+    out.plan.partition_size = r.partition_size;
+    out.plan.max_partitions = r.max_partitions;
+    out.plan.variant = bounded(r.variant, sizeof r.variant);
+    const std::string message = bounded(r.message, sizeof r.message);
+    switch (r.status) {
+      case PACTS_OK: break;
+      case PACTS_INVALID_ARGUMENT:
+      case PACTS_NOT_SUPPORTED:
+      case PACTS_OUT_OF_RANGE:
+      case PACTS_DEVICE_ERROR:
+      case PACTS_INTERNAL:
+        out.status = Status(static_cast<spec::Code>(r.status), message);
+        break;
+      default:
+        out.status = Status(spec::Code::kInternal,
+                            "backend library " + info_.path + ": " + call + " returned status " +
+                                std::to_string(static_cast<int64_t>(r.status)) +
+                                ": accepted: a pacts_status_code (0 to 5)");
+    }
+    return out;
+  }
+
+  Library library_;
+  const pacts_backend_v1* api_;
+  pacts_backend_instance* instance_;
+  PluginInfo info_;
+  Capabilities caps_;
+  spec::NumericsProfile profile_;
+  std::string device_;
+};
+
+}  // namespace
+
+spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string absolute = fs::absolute(fs::path(path), ec).lexically_normal().string();
+  const Checker c(ec ? path : absolute);
+  if (!fs::is_regular_file(absolute, ec)) return c.refuse("no such file");
+
+  dlerror();
+  void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return c.refuse(std::string("not a loadable library: ") + (why ? why : "dlopen failed"));
+  }
+  Library library(handle, [](void* h) { dlclose(h); });
+
+  dlerror();
+  void* symbol = dlsym(handle, PACTS_BACKEND_ENTRY_SYMBOL);
+  if (symbol == nullptr)
+    return c.refuse(std::string("symbol ") + PACTS_BACKEND_ENTRY_SYMBOL +
+                    " not found: a pacts backend exports it (pacts/backend_abi.h)");
+  pacts_backend_entry_fn entry;
+  static_assert(sizeof entry == sizeof symbol);
+  std::memcpy(&entry, &symbol, sizeof entry);  // POSIX: data and function pointers share a size
+  const pacts_backend_v1* api = entry();
+  if (api == nullptr)
+    return c.refuse(std::string(PACTS_BACKEND_ENTRY_SYMBOL) + " returned NULL");
+
+  // Only the two leading fields are read before the version is known (backend_abi.h).
+  if (api->abi_version != PACTS_BACKEND_ABI_VERSION)
+    return c.refuse("abi_version " + std::to_string(api->abi_version) +
+                    ": this pacts implements backend ABI version " +
+                    std::to_string(PACTS_BACKEND_ABI_VERSION));
+  if (api->descriptor_bytes != sizeof(pacts_backend_v1))
+    return c.refuse("descriptor_bytes " + std::to_string(api->descriptor_bytes) +
+                    ": backend ABI version 1 has " + std::to_string(sizeof(pacts_backend_v1)));
+  if (api->problem_abi_version != PACTS_ABI_VERSION)
+    return c.refuse("problem_abi_version " + std::to_string(api->problem_abi_version) +
+                    ": this pacts describes problems with version " +
+                    std::to_string(PACTS_ABI_VERSION));
+  if (api->reserved0 != 0)
+    return c.refuse("reserved0 = " + std::to_string(api->reserved0) + ": accepted: 0");
+  if (!valid_name(api->name))
+    return c.refuse("name \"" + text_or_empty(api->name) +
+                    "\": accepted: 1 to 64 characters of A-Z a-z 0-9 . _ -");
+  if (api->device == nullptr || api->device[0] == '\0')
+    return c.refuse("device: accepted: a non-empty string");
+  for (const auto& [field, fn] : {std::pair{"create", reinterpret_cast<const void*>(api->create)},
+                                  std::pair{"destroy", reinterpret_cast<const void*>(api->destroy)},
+                                  std::pair{"run", reinterpret_cast<const void*>(api->run)}})
+    if (fn == nullptr) return c.refuse(std::string(field) + " is NULL: accepted: a function");
+
+  Capabilities caps;
+  if (Status s = check_capabilities_of(c, api->capabilities, caps); !s) return s;
+  if (caps.plan_replay != (api->run_replayed != nullptr))
+    return c.refuse(std::string("capabilities.plan_replay = ") + (caps.plan_replay ? "1" : "0") +
+                    " but run_replayed is " + (api->run_replayed ? "set" : "NULL") +
+                    ": accepted: run_replayed set exactly when plan_replay is 1");
+  spec::NumericsProfile profile;
+  if (Status s = check_numerics_of(c, api->numerics, std::string(api->name), profile); !s) return s;
+
+  PluginInfo info;
+  info.path = absolute;
+  info.declared = api->name;
+  info.driver = text_or_empty(api->driver);
+  info.runtime = text_or_empty(api->runtime);
+  info.version = text_or_empty(api->version);
+  info.abi_version = api->abi_version;
+
+  char message[PACTS_BACKEND_MESSAGE_BYTES] = {};
+  pacts_backend_instance* instance = nullptr;
+  const pacts_status_code created = api->create(&instance, message, sizeof message);
+  if (created != PACTS_OK || instance == nullptr) {
+    if (instance != nullptr) api->destroy(instance);  // a failed create still owns what it made
+    const spec::Code code = created >= PACTS_INVALID_ARGUMENT && created <= PACTS_INTERNAL
+                                ? static_cast<spec::Code>(created)
+                                : spec::Code::kInternal;
+    return Status(code, "backend library " + absolute + ": create failed: " +
+                            bounded(message, sizeof message));
+  }
+  return std::unique_ptr<Backend>(std::make_unique<PluginBackend>(
+      std::move(library), api, instance, std::move(info), std::move(caps), std::move(profile)));
+}
+
+const PluginInfo* plugin_info(const Backend& backend) {
+  const auto* plugin = dynamic_cast<const PluginBackend*>(&backend);
+  return plugin ? &plugin->info() : nullptr;
+}
+
+void register_plugin_backend() {
+  conformance::BackendFactory f;
+  f.name = kPluginPrefix;
+  f.kind = conformance::NameKind::kPrefix;
+  f.listed = false;
+  // A refusal is printed, as the hip backend prints why it cannot open a device.
+  f.make = [](const std::string& path) -> std::unique_ptr<Backend> {
+    auto plugin = load_plugin_backend(path);
+    if (plugin) return std::move(plugin).value();
+    std::fprintf(stderr, "%s\n", plugin.status().to_string().c_str());
+    return nullptr;
+  };
+  conformance::register_backend(std::move(f));
+}
+
+}  // namespace pacts::backends

@@ -1,0 +1,162 @@
+// The host backend through the conformance catalogue: every property of
+// conformance::catalogue() against the "host" adapter (backends/src/host_backend.cpp), fixed
+// seed, 30 generated cases each, no Fail allowed; PACTS-META-3 with 1, 2 and many partitions;
+// and every fault of the fault-injecting backend, planted around the host backend, caught.
+#include <pacts/backends/host.h>
+#include <pacts/conformance/check_util.h>
+#include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/random_case.h>
+#include <pacts/conformance/runner.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace pacts::conformance {
+namespace {
+
+using backends::make_host_backend;
+
+constexpr uint64_t kSeed = 20261129;  // fixed in CI (docs/conventions.md), printed with each result
+constexpr int32_t kCases = 30;
+
+class HostCatalogue : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(HostCatalogue, NoFail) {
+  const Property* property = find_property(GetParam());
+  ASSERT_NE(property, nullptr);
+  std::unique_ptr<Backend> host = make_host_backend(2);
+  std::unique_ptr<Backend> reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = kCases;
+  const PropertyStats s = run_property(*property, *host, *reference, options);
+  std::printf("%s %s on %s (%s), seed %llu: %s, %lld cases, %lld passed, %lld not supported, "
+              "worst error/bound %.3g\n",
+              s.id.c_str(), s.name.c_str(), s.backend.c_str(), host->device().c_str(),
+              static_cast<unsigned long long>(kSeed), verdict_name(s.verdict),
+              static_cast<long long>(s.cases), static_cast<long long>(s.passed),
+              static_cast<long long>(s.not_supported), s.worst_ratio);
+  EXPECT_NE(s.verdict, Verdict::kFail)
+      << s.failure << "\nminimal case: " << (s.minimal ? describe(*s.minimal) : "none")
+      << "\nreplay: " << (s.replay.empty() ? "run this test with the seed above" : s.replay);
+}
+
+std::vector<std::string> property_ids() {
+  std::vector<std::string> ids;
+  for (const Property& p : catalogue()) ids.push_back(p.id);
+  return ids;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, HostCatalogue, ::testing::ValuesIn(property_ids()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return find_property(param.param)->test_name();
+                         });
+
+// PACTS-META-3 with the three plan classes named explicitly: unsplit (1 partition), 2
+// partitions, and as many as the tile allows (16 keys each). Each run is within tolerance of the
+// reference, the plan the backend reports is the one asked for, and the automatic plan equals
+// the one-partition plan bitwise whenever it is unsplit.
+TEST(HostSplit, PACTS_META_3_SplitInvariance_OneTwoMany) {
+  std::unique_ptr<Backend> host = make_host_backend(2);
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    const CaseData c = make_case(random_shape(seed * 31, 500), seed);
+    const pacts_problem& p = c.problem;
+    const int64_t keys = int64_t{p.max_pages_per_seq} * p.page_size;
+    const reference::Output ref = reference_answer(c);
+    const Observed one = observe(*host, c, PlanHint::partitions(1));
+    ASSERT_TRUE(one.run.status.is_ok()) << one.run.status.to_string();
+    EXPECT_EQ(one.run.plan.partition_size, 0);
+    EXPECT_EQ(one.run.plan.max_partitions, 1);
+    const Observed two = observe(*host, c, PlanHint::partitions(2));
+    EXPECT_EQ(two.run.plan.max_partitions, keys > 16 ? 2 : 1) << "seed " << seed;
+    const Observed many = observe(*host, c, PlanHint::partition_size(16));
+    EXPECT_EQ(many.run.plan.max_partitions, (keys + 15) / 16 > 1 ? (keys + 15) / 16 : 1);
+    for (const Observed* o : {&one, &two, &many}) {
+      const Outcome v = within_tolerance(*host, p, *o, ref);
+      EXPECT_FALSE(v.failed()) << "seed " << seed << ", " << o->run.plan.max_partitions
+                               << " partitions: " << v.detail;
+    }
+    const Observed automatic = observe(*host, c);
+    if (automatic.run.plan.partition_size == 0) {
+      EXPECT_FALSE(same_bits(one, automatic, "automatic unsplit vs one partition").failed());
+    }
+  }
+}
+
+// The self-test's faults applied to the host backend must all be caught. Each
+// fault wraps the host backend; the catalogue runs in order (small shapes, 20 cases, no
+// shrinking) until a Mandatory property fails. Which property catches which fault is the
+// self-test's business (conformance/tests/selftest_test.cpp); here any Mandatory Fail counts.
+class HostFaults : public ::testing::TestWithParam<Fault> {};
+
+TEST_P(HostFaults, FaultIsCaught) {
+  const Fault fault = GetParam();
+  std::unique_ptr<Backend> faulty = make_fault_backend(make_host_backend(2), fault);
+  std::unique_ptr<Backend> reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 20;
+  options.shrink = false;
+  std::string caught;
+  for (const Property& p : catalogue()) {
+    Property small = p;
+    small.limits.max_reference_work = std::min<int64_t>(small.limits.max_reference_work, 1 << 16);
+    small.limits.max_batch = std::min(small.limits.max_batch, 8);
+    small.limits.long_context = std::min(small.limits.long_context, 300);
+    const PropertyStats s = run_property(small, *faulty, *reference, options);
+    if (s.verdict == Verdict::kFail) {
+      caught = p.id + " after " + std::to_string(s.cases) + " cases: " + s.failure.substr(0, 200);
+      break;
+    }
+  }
+  std::printf("%s on host (seed %llu): %s\n", fault_name(fault),
+              static_cast<unsigned long long>(kSeed), caught.empty() ? "NOT CAUGHT" : caught.c_str());
+  EXPECT_FALSE(caught.empty()) << fault_name(fault) << " planted in the host backend is caught by no "
+                               << "Mandatory property (seed " << kSeed << ", 20 cases each)";
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, HostFaults, ::testing::ValuesIn(all_faults()),
+                         [](const ::testing::TestParamInfo<Fault>& param) {
+                           return std::string(fault_name(param.param));
+                         });
+
+// PACTS-DEV-3 bites: a replay that keeps the context lengths it was first run with (a graph that
+// baked them in) must fail the property.
+class StaleReplay final : public Backend {
+ public:
+  StaleReplay() : host_(make_host_backend(2)) {}
+  std::string name() const override { return "host+stale_replay"; }
+  std::string device() const override { return host_->device(); }
+  const Capabilities& capabilities() const override { return host_->capabilities(); }
+  const spec::NumericsProfile& profile() const override { return host_->profile(); }
+  RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint& h) override {
+    return host_->run(p, b, h);
+  }
+  RunResult run_replayed(const pacts_problem& p, const pacts_buffers& b,
+                         std::span<const int32_t>, const PlanHint& h) override {
+    return host_->run(p, b, h);  // the new lengths never reach the second run
+  }
+
+ private:
+  std::unique_ptr<Backend> host_;
+};
+
+TEST(HostReplay, PACTS_DEV_3_StaleReplayIsCaught) {
+  StaleReplay stale;
+  std::unique_ptr<Backend> reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 30;
+  const PropertyStats s = run_property(*find_property("PACTS-DEV-3"), stale, *reference, options);
+  EXPECT_EQ(s.verdict, Verdict::kFail) << "a stale replay passed PACTS-DEV-3";
+  std::printf("stale replay: %s after %lld cases: %s\n", verdict_name(s.verdict),
+              static_cast<long long>(s.cases), s.failure.c_str());
+}
+
+}  // namespace
+}  // namespace pacts::conformance
