@@ -9,9 +9,10 @@
 // name is still checked against the list below, the branch is dead code and no object changes.
 // The mutant build (PACTS_MUTANTS defined: the *_mutants libraries of kernels/) compiles every
 // mutant in, each behind a run-time switch: on the host the process-wide id set from the
-// environment variable PACTS_MUTANT=<name> (read once, before main) or by set_active_mutant(); in device code
-// the __device__ variable `mutant_device_id`, which the HIP kernels' host code copies from the
-// host's id before its launches (kernels/hip/src/decode_hip.cpp, sync_device_mutant).
+// environment variable PACTS_MUTANT=<name> (read once, before main) or by set_active_mutant();
+// in device code the __device__ variable `mutant_device_id`, which the HIP kernels' host code
+// copies from the host's id before its launches (kernels/hip/src/decode_hip.cpp,
+// sync_device_mutant).
 //
 // The list is the one source of the ids, the names, the spec clause each mutant violates and the
 // bug class it models; mutation/pacts-mutate prints it with the property that kills each one.
