@@ -22,17 +22,8 @@
 # A list of no file is an error: a check that reads nothing cannot fail.
 cmake_minimum_required(VERSION 3.25)
 
-if(NOT DEFINED SOURCE_DIR)
-  message(FATAL_ERROR "link check: -DSOURCE_DIR=DIR is required")
-endif()
-get_filename_component(root "${SOURCE_DIR}" ABSOLUTE)
-if(NOT IS_DIRECTORY "${root}")
-  message(FATAL_ERROR "link check: SOURCE_DIR ${root} is no directory")
-endif()
-if(NOT DEFINED EXCLUDE)
-  set(EXCLUDE "ci/link_check_fixture")
-endif()
-string(REPLACE "," ";" exclude_dirs "${EXCLUDE}")
+include("${CMAKE_CURRENT_LIST_DIR}/repo_files.cmake")
+pacts_check_args("link check" "ci/link_check_fixture")
 
 set(text_suffix "\\.(md|h|c|cpp|txt|sh|cmake)$")
 # The documents that live outside the repository, by the names they were cited with. Written
@@ -49,7 +40,6 @@ set(re_issue "(^|[^A-Za-z])([Ii][Ss][Ss][Uu][Ee][Ss]? +[0-9]+)")
 set(re_link "\\]\\(([^)]*)\\)")
 
 # ---- The file list -----------------------------------------------------------------------------
-include("${CMAKE_CURRENT_LIST_DIR}/repo_files.cmake")
 if(DEFINED FILES)
   string(REPLACE "," ";" files "${FILES}")
 else()

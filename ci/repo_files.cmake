@@ -1,5 +1,9 @@
 # The files of a source tree that the checks of ci/ read (included by ci/link_check.cmake and
 # ci/target_check.cmake, run with cmake -P):
+#   pacts_check_args(CHECK EXCLUDE)      the check's arguments: -DSOURCE_DIR (required, a folder)
+#                                        as `root`, -DEXCLUDE (folders left out, comma-separated;
+#                                        default EXCLUDE) as the list `exclude_dirs`, both set in
+#                                        the caller; CHECK names the check in the errors.
 #   pacts_repo_files(ROOT OUT)           OUT: paths relative to ROOT. When ROOT is the top of a git
 #                                        work tree, the files git lists (tracked, and untracked
 #                                        ones it does not ignore); otherwise every file under ROOT
@@ -56,3 +60,17 @@ function(pacts_drop_dirs files_var dirs)
   endforeach()
   set(${files_var} ${kept} PARENT_SCOPE)
 endfunction()
+
+macro(pacts_check_args check default_exclude)
+  if(NOT DEFINED SOURCE_DIR)
+    message(FATAL_ERROR "${check}: -DSOURCE_DIR=DIR is required")
+  endif()
+  get_filename_component(root "${SOURCE_DIR}" ABSOLUTE)
+  if(NOT IS_DIRECTORY "${root}")
+    message(FATAL_ERROR "${check}: SOURCE_DIR ${root} is no directory")
+  endif()
+  if(NOT DEFINED EXCLUDE)
+    set(EXCLUDE "${default_exclude}")
+  endif()
+  string(REPLACE "," ";" exclude_dirs "${EXCLUDE}")
+endmacro()

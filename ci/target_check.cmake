@@ -19,20 +19,10 @@
 # N. A list of no file is an error: a check that reads nothing cannot fail.
 cmake_minimum_required(VERSION 3.25)
 
-if(NOT DEFINED SOURCE_DIR)
-  message(FATAL_ERROR "target check: -DSOURCE_DIR=DIR is required")
-endif()
-get_filename_component(root "${SOURCE_DIR}" ABSOLUTE)
-if(NOT IS_DIRECTORY "${root}")
-  message(FATAL_ERROR "target check: SOURCE_DIR ${root} is no directory")
-endif()
-if(NOT DEFINED EXCLUDE)
-  set(EXCLUDE "ci/module_graph_fixture,ci/target_check_fixture")
-endif()
-string(REPLACE "," ";" exclude_dirs "${EXCLUDE}")
+include("${CMAKE_CURRENT_LIST_DIR}/repo_files.cmake")
+pacts_check_args("target check" "ci/module_graph_fixture,ci/target_check_fixture")
 
 # ---- The file list -----------------------------------------------------------------------------
-include("${CMAKE_CURRENT_LIST_DIR}/repo_files.cmake")
 pacts_repo_files("${root}" files)
 list(FILTER files INCLUDE REGEX "(^|/)CMakeLists\\.txt$")
 pacts_drop_dirs(files "${exclude_dirs}")
