@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
                  "gated, not qualified)");
   app.add_option("--partitions", o.partitions,
                  "force every plan to N partitions (0 = the automatic split)");
+  app.add_flag("--batch-invariant", o.batch_invariant,
+               "time the batch-invariant plan (fixed partition size) instead of the automatic one");
+  app.add_option("--partition-size", o.partition_size,
+                 "force N keys per partition (with --batch-invariant: its size; 0 = default)");
   app.add_option("--csv", csv, "write the rows as CSV");
   app.add_option("--json", json, "write the report as JSON");
   app.add_option("--svg", svg, "write the plot (TB/s against context) as SVG");

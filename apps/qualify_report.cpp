@@ -59,6 +59,7 @@ json capabilities_json(const Capabilities& c) {
           {"lse", c.lse},
           {"deterministic", c.deterministic},
           {"split_plans", c.split_plans},
+          {"batch_invariant", c.batch_invariant},
           {"plan_replay", c.plan_replay},
           {"large_buffers", c.large_buffers},
           {"vector_alignment_bytes", c.requirements.vector_alignment_bytes},
@@ -230,7 +231,8 @@ std::string to_markdown(const Report& r) {
     const std::pair<const char*, bool> flags[] = {
         {"chunked layouts", c.chunked_layouts}, {"sinks", c.sinks}, {"window", c.window},
         {"soft-cap", c.softcap}, {"LSE", c.lse}, {"deterministic", c.deterministic},
-        {"split plans", c.split_plans}, {"plan replay", c.plan_replay},
+        {"split plans", c.split_plans}, {"batch-invariant plan", c.batch_invariant},
+        {"plan replay", c.plan_replay},
         {"large buffers", c.large_buffers}};
     for (const auto& [name, on] : flags)
       if (on) options.emplace_back(name);

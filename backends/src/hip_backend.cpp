@@ -101,6 +101,7 @@ class HipBackend final : public Backend {
     caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
     caps_.deterministic = true;
     caps_.split_plans = true;
+    caps_.batch_invariant = true;
     caps_.plan_replay = true;   // CapturedDecode: one graph, replayed with new context lengths
     caps_.large_buffers = true;  // 64-bit offsets (requirements()); PACTS-DEV-2 needs ~8 GiB
     caps_.requirements = kernels::hip::requirements();
@@ -151,7 +152,8 @@ class HipBackend final : public Backend {
     }
     const FixedSplit split = fixed_split(hint);
     spec::Result<kernels::Plan> plan =
-        kernels::hip::plan(problem, device_, split.partition_size, split.partitions);
+        kernels::hip::plan(problem, device_, split.partition_size, split.partitions,
+                           split.batch_invariant);
     if (!plan) {
       result.status = plan.status();
       return result;

@@ -37,6 +37,7 @@ class HostBackend final : public Backend {
     caps_.sinks = caps_.window = caps_.softcap = caps_.lse = true;
     caps_.deterministic = true;
     caps_.split_plans = true;
+    caps_.batch_invariant = true;
     caps_.plan_replay = true;
     caps_.requirements = kernels::host::requirements();
   }
@@ -65,7 +66,8 @@ class HostBackend final : public Backend {
     RunResult result;
     const FixedSplit split = fixed_split(hint);
     spec::Result<kernels::Plan> plan =
-        kernels::plan(problem, device_, split.partition_size, split.partitions);
+        kernels::plan(problem, device_, split.partition_size, split.partitions,
+                      split.batch_invariant);
     if (!plan) {
       result.status = plan.status();
       return result;

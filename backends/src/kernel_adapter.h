@@ -12,16 +12,19 @@ namespace pacts::backends {
 using conformance::PlanHint;
 using conformance::PlanUsed;
 
-// plan()'s fixed_partition_size and fixed_partitions for a hint (0: not fixed).
+// plan()'s fixed_partition_size, fixed_partitions (0: not fixed) and batch_invariant for a hint.
 struct FixedSplit {
   int32_t partition_size = 0;
   int32_t partitions = 0;
+  bool batch_invariant = false;
 };
 
 inline FixedSplit fixed_split(const PlanHint& hint) {
   FixedSplit f;
-  if (hint.kind == PlanHint::Kind::kPartitionSize) f.partition_size = hint.value;
+  if (hint.kind == PlanHint::Kind::kPartitionSize || hint.kind == PlanHint::Kind::kBatchInvariant)
+    f.partition_size = hint.value;  // batch-invariant: 0 is the backend's default size
   if (hint.kind == PlanHint::Kind::kPartitions) f.partitions = hint.value;
+  f.batch_invariant = hint.kind == PlanHint::Kind::kBatchInvariant;
   return f;
 }
 

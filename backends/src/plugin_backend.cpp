@@ -213,6 +213,7 @@ pacts_backend_plan_hint to_c(const PlanHint& hint) {
   switch (hint.kind) {
     case PlanHint::Kind::kPartitionSize: return {PACTS_HINT_PARTITION_SIZE, hint.value};
     case PlanHint::Kind::kPartitions: return {PACTS_HINT_PARTITIONS, hint.value};
+    case PlanHint::Kind::kBatchInvariant: return {PACTS_HINT_BATCH_INVARIANT, 0};
     case PlanHint::Kind::kAutomatic: break;
   }
   return {PACTS_HINT_AUTOMATIC, 0};

@@ -125,6 +125,29 @@ INSTANTIATE_TEST_SUITE_P(Faults, HostFaults, ::testing::ValuesIn(all_faults()),
                            return std::string(fault_name(param.param));
                          });
 
+// PACTS-META-4 bites on the batch-invariant plan (spec/operator.md §11.1): the host backend
+// with its batch-invariant plan answered by a split count from the batch size (the fault
+// invariant_plan_from_batch, which the self-test cannot plant in the unsplit reference) fails
+// the property, and the clean host backend passes it on the same cases.
+TEST(HostFaults, InvariantPlanFromBatchIsCaught) {
+  const Property& meta4 = *find_property("PACTS-META-4");
+  std::unique_ptr<Backend> reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 40;
+  std::unique_ptr<Backend> host = make_host_backend(2);
+  ASSERT_TRUE(host->capabilities().batch_invariant);
+  const PropertyStats clean = run_property(meta4, *host, *reference, options);
+  EXPECT_EQ(clean.verdict, Verdict::kPass) << clean.failure;
+  std::unique_ptr<Backend> faulty =
+      make_fault_backend(make_host_backend(2), Fault::kInvariantPlanFromBatch);
+  const PropertyStats s = run_property(meta4, *faulty, *reference, options);
+  EXPECT_EQ(s.verdict, Verdict::kFail) << "a batch-dependent \"batch-invariant\" plan passed META-4";
+  std::printf("invariant_plan_from_batch on host: %s after %lld cases: %s\n  minimal case: %s\n",
+              verdict_name(s.verdict), static_cast<long long>(s.cases), s.failure.c_str(),
+              s.minimal ? describe(*s.minimal).c_str() : "none");
+}
+
 // PACTS-DEV-3 bites: a replay that keeps the context lengths it was first run with (a graph that
 // baked them in) must fail the property.
 class StaleReplay final : public Backend {

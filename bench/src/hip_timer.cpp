@@ -218,7 +218,7 @@ class HipTimer final : public Timer {
                             const Options& o, std::vector<double>& samples_us,
                             kernels::Plan& timed_plan) {
     if (spec::Status s = k.select_device(ordinal_); !s) return s;
-    spec::Result<kernels::Plan> made = k.plan(p, device_, 0, o.partitions);
+    spec::Result<kernels::Plan> made = k.plan(p, device_, o.partition_size, o.partitions, o.batch_invariant);
     if (!made) return made.status();
     const kernels::Plan& plan = made.value();
     timed_plan = plan;

@@ -89,7 +89,8 @@ class HostTimer final : public Timer {
     Measurement m;
     m.variant = "safe";
     HostInputs in = make_host_inputs(shape, o.data_seed);
-    spec::Result<kernels::Plan> plan = kernels::plan(in.problem, device_, 0, o.partitions);
+    spec::Result<kernels::Plan> plan = kernels::plan(in.problem, device_, o.partition_size, o.partitions,
+                                                     o.batch_invariant);
     if (!plan) {
       m.status = plan.status();
       return {m};

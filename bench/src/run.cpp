@@ -38,6 +38,14 @@ spec::Status check_options(const Target& target, const Options& o) {
   if (o.partitions < 0)
     return spec::invalid_argument("partitions " + std::to_string(o.partitions) +
                                   ": must be >= 0 (0 = the automatic split)");
+  if (o.partitions > 0 && o.batch_invariant)
+    return spec::invalid_argument("partitions " + std::to_string(o.partitions) +
+                                  " with batch_invariant: the batch-invariant plan takes a "
+                                  "partition size, not a count");
+  if (o.partition_size < 0 || (o.partition_size > 0 && o.partitions > 0))
+    return spec::invalid_argument("partition_size " + std::to_string(o.partition_size) +
+                                  ", partitions " + std::to_string(o.partitions) +
+                                  ": give at most one, and neither negative");
   if (o.datasheet_tbs < 0)
     return spec::invalid_argument("datasheet_tbs " + std::to_string(o.datasheet_tbs) +
                                   ": must be >= 0 (0 = from the device name)");

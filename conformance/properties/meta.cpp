@@ -104,10 +104,15 @@ Outcome split_invariance(PropertyContext& ctx, const CaseSpec& spec) {
 
 // The single-sequence case of sequence b of `c`: the same pools, its block-table row, its
 // context, its query rows.
-CaseData single_sequence(const CaseData& c, int32_t b) {
+// `narrow`: the block table only as wide as the sequence's own pages (a serving loop sizes it
+// by the longest sequence of the batch, so it is the batch's, not the sequence's).
+CaseData single_sequence(const CaseData& c, int32_t b, bool narrow = false) {
   CaseData s = c;
   pacts_problem& p = s.problem;
   p.batch = 1;
+  const int64_t ctx = c.context_lens[static_cast<size_t>(b)];
+  if (narrow && ctx >= 0 && ctx <= int64_t{p.max_pages_per_seq} * p.page_size)
+    p.max_pages_per_seq = static_cast<int32_t>(std::max<int64_t>((ctx + p.page_size - 1) / p.page_size, 1));
   const int64_t qb = spec::element_bytes(p.q_format);
   s.q.assign(c.q.begin() + b * p.q_layout.s_batch * qb, c.q.end());
   s.block_table.assign(c.block_table.begin() + int64_t{b} * p.block_table_stride,
@@ -125,24 +130,36 @@ Outcome batch_composition(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
   if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   if (c.problem.batch < 2) return Outcome::pass();
-  const PlanHint hint = PlanHint::partition_size(64);
-  const Observed full = observe(ctx.backend, c, hint);
-  if (auto o = run_failed(full, "PACTS-META-4")) return *o;
+  // Under a fixed partition size (the same per-sequence plan alone and in the batch), and under
+  // the backend's batch-invariant plan where it declares one (spec/operator.md §11.1): bitwise.
+  // Under the batch-invariant plan the sequence alone also gets a block table only as wide as its
+  // own pages; its size is the backend's default (odd batches) or 48 keys (even ones: short
+  // contexts then cross partition boundaries too).
+  std::vector<std::pair<PlanHint, const char*>> plans = {{PlanHint::partition_size(64), ""}};
+  if (ctx.backend.capabilities().batch_invariant)
+    plans.emplace_back(PlanHint::batch_invariant(c.problem.batch % 2 == 1 ? 0 : 48),
+                       " (batch-invariant plan, own block-table width)");
   const size_t row_elems = static_cast<size_t>(c.problem.q_len) * c.problem.num_q_heads;
   const size_t D = static_cast<size_t>(c.problem.head_dim);
-  for (int32_t b = 0; b < c.problem.batch; ++b) {
-    const Observed one = observe(ctx.backend, single_sequence(c, b), hint);
-    if (auto o = run_failed(one, "PACTS-META-4 (alone)")) return *o;
-    for (size_t e = 0; e < one.out_codes.size(); ++e)
-      if (one.out_codes[e] != full.out_codes[b * row_elems * D + e])
-        return Outcome::fail("sequence " + std::to_string(b) + " alone differs from in the batch at " +
-                             element_name(c.problem, b * row_elems * D + e, false));
-    for (size_t r = 0; r < one.lse_codes.size(); ++r)
-      if (one.lse_codes[r] != full.lse_codes[b * row_elems + r])
-        return Outcome::fail("sequence " + std::to_string(b) + " alone: LSE differs at " +
-                             element_name(c.problem, b * row_elems + r, true));
-    if (((one.run.device_error != 0) && (full.run.device_error == 0)))
-      return Outcome::fail("sequence " + std::to_string(b) + " alone sets the device error word");
+  for (const auto& [hint, under] : plans) {
+    const Observed full = observe(ctx.backend, c, hint);
+    if (auto o = run_failed(full, "PACTS-META-4")) return *o;
+    for (int32_t b = 0; b < c.problem.batch; ++b) {
+      const bool narrow = hint.kind == PlanHint::Kind::kBatchInvariant;
+      const Observed one = observe(ctx.backend, single_sequence(c, b, narrow), hint);
+      if (auto o = run_failed(one, "PACTS-META-4 (alone)")) return *o;
+      const std::string seq = "sequence " + std::to_string(b) + under;
+      for (size_t e = 0; e < one.out_codes.size(); ++e)
+        if (one.out_codes[e] != full.out_codes[b * row_elems * D + e])
+          return Outcome::fail(seq + " alone differs from in the batch at " +
+                               element_name(c.problem, b * row_elems * D + e, false));
+      for (size_t r = 0; r < one.lse_codes.size(); ++r)
+        if (one.lse_codes[r] != full.lse_codes[b * row_elems + r])
+          return Outcome::fail(seq + " alone: LSE differs at " +
+                               element_name(c.problem, b * row_elems + r, true));
+      if (((one.run.device_error != 0) && (full.run.device_error == 0)))
+        return Outcome::fail(seq + " alone sets the device error word");
+    }
   }
   return Outcome::pass();
 }

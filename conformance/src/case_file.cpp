@@ -379,7 +379,9 @@ PlanHint hint_from_json(const Json& j, const std::string& where) {
   PlanHint h;
   h.kind = f.name("kind", io::kPlanHintNames);
   // automatic carries no value; a partition size or count is at least 1.
-  h.value = h.kind == PlanHint::Kind::kAutomatic ? f.int32("value", 0, 0) : f.int32("value", 1);
+  h.value = h.kind == PlanHint::Kind::kAutomatic        ? f.int32("value", 0, 0)
+            : h.kind == PlanHint::Kind::kBatchInvariant ? f.int32("value", 0)
+                                                        : f.int32("value", 1);
   f.finish();
   return h;
 }

@@ -65,10 +65,11 @@ inline constexpr NameTable<Override::Tensor, 6> kTensorNames = {{
     {Override::Tensor::kVScale, "v_scale"},
     {Override::Tensor::kSink, "sink"},
 }};
-inline constexpr NameTable<PlanHint::Kind, 3> kPlanHintNames = {{
+inline constexpr NameTable<PlanHint::Kind, 4> kPlanHintNames = {{
     {PlanHint::Kind::kAutomatic, "automatic"},
     {PlanHint::Kind::kPartitionSize, "partition_size"},
     {PlanHint::Kind::kPartitions, "partitions"},
+    {PlanHint::Kind::kBatchInvariant, "batch_invariant"},
 }};
 // Every storage format, named as spec::format_name names it.
 inline constexpr NameTable<pacts_format, 9> kFormatNames = {{

@@ -42,6 +42,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kDeviceErrorDropped, "device_error_dropped"},
     {Fault::kNeighbourStateLeak, "neighbour_state_leak"},
     {Fault::kFalseNotSupported, "false_not_supported"},
+    {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch"},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -214,6 +215,7 @@ class FaultBackend final : public Backend {
       case Fault::kDeviceErrorDropped: return device_error_dropped(p, b, hint);
       case Fault::kNeighbourStateLeak: return neighbour_state_leak(p, b, hint);
       case Fault::kFalseNotSupported: return false_not_supported(p, b, hint);
+      case Fault::kInvariantPlanFromBatch: return invariant_plan_from_batch(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -575,6 +577,18 @@ class FaultBackend final : public Backend {
     r.status = spec::not_supported("page_size " + std::to_string(p.page_size) +
                                    ": this path is not implemented");
     return r;
+  }
+
+  // invariant_plan_from_batch. Bug class: a "batch-invariant" mode whose split still follows the
+  // batch (a split count from the batch size, as aiter's get_recommended_splits picks it, where
+  // a fixed split size was promised), so a sequence's rows change with its neighbours. Modelled
+  // by answering the batch-invariant hint with a split count of 16 / B (at least 1). Violates
+  // spec/operator.md §11.1. Expected: PACTS-META-4 (on a backend that splits; the reference
+  // ignores plans, so the self-test plants it in the host backend: backends/tests/).
+  RunResult invariant_plan_from_batch(const pacts_problem& p, const pacts_buffers& b,
+                                      const PlanHint& hint) {
+    if (hint.kind != PlanHint::Kind::kBatchInvariant) return inner_->run(p, b, hint);
+    return inner_->run(p, b, PlanHint::partitions(std::max(16 / std::max(p.batch, 1), 1)));
   }
 
   static std::vector<std::vector<double>> zero_leak(const pacts_problem& p) {

@@ -51,6 +51,9 @@ struct Expectation {
   Fault fault;
   const char* catcher;
   int32_t cases = kCases;
+  // A fault that acts on plans, which the reference (unsplit) ignores: planted in a backend that
+  // splits instead, by the test named here.
+  const char* planted_elsewhere = nullptr;
 };
 
 const std::vector<Expectation>& expectations() {
@@ -71,6 +74,8 @@ const std::vector<Expectation>& expectations() {
       {Fault::kDeviceErrorDropped, "PACTS-DEV-1"},
       {Fault::kNeighbourStateLeak, "PACTS-META-4"},
       {Fault::kFalseNotSupported, "PACTS-REFUSE-2"},
+      {Fault::kInvariantPlanFromBatch, "PACTS-META-4", kCases,
+       "backends/tests/host_conformance_test.cpp (HostFaults.InvariantPlanFromBatchIsCaught)"},
   };
   return all;
 }
@@ -133,6 +138,9 @@ TEST_P(SelfTest, FaultIsCaught) {
   const Property* catcher = find_property(want.catcher);
   ASSERT_NE(catcher, nullptr) << want.catcher << " is not in the catalogue";
   ASSERT_EQ(catcher->level, Level::kMandatory) << want.catcher;
+  if (want.planted_elsewhere != nullptr)
+    GTEST_SKIP() << fault_name(fault) << " acts on plans, which the reference ignores; planted in "
+                 << "the host backend by " << want.planted_elsewhere;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto backend = make_fault_backend(make_reference_backend(), fault);

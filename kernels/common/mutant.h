@@ -166,7 +166,9 @@
     "a stride assumed contiguous: the x-packed K / dim-major V chunk stride ignored, elements "   \
     "read as if the row were dense")                                                               \
   G(hip_mx_k_scales_rolled, "spec/operator.md §7, spec/formats.md §3",                             \
-    "#7056 review in the HIP kernels: MXFP4 K block scales rolled by one block")
+    "#7056 review in the HIP kernels: MXFP4 K block scales rolled by one block")                   \
+  G(hip_v_tensor_scale_dropped, "spec/formats.md §3, spec/contract.md §2.1",                       \
+    "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")
 
 namespace pacts::kernels::common {
 

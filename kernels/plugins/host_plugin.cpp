@@ -138,9 +138,11 @@ void run_plan(pacts_backend_instance* self, const pacts_problem* problem_in,
   problem.has_sinks = 0;
   views.sinks = pacts_view{nullptr, 0};
 #endif
-  const int32_t size = hint->kind == PACTS_HINT_PARTITION_SIZE ? hint->value : 0;
+  const int32_t size =
+      hint->kind == PACTS_HINT_PARTITION_SIZE || hint->kind == PACTS_HINT_BATCH_INVARIANT ? hint->value : 0;
   const int32_t parts = hint->kind == PACTS_HINT_PARTITIONS ? hint->value : 0;
-  auto plan = pacts::kernels::plan(problem, self->device, size, parts);
+  auto plan = pacts::kernels::plan(problem, self->device, size, parts,
+                                   hint->kind == PACTS_HINT_BATCH_INVARIANT);
   if (!plan) {
     result->status = static_cast<pacts_status_code>(plan.status().code());
     set_text(result->message, sizeof result->message, plan.status().message());

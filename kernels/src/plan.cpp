@@ -38,7 +38,8 @@ int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& device, i
 }  // namespace
 
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
-                        int32_t fixed_partition_size, int32_t fixed_partitions) {
+                        int32_t fixed_partition_size, int32_t fixed_partitions,
+                        bool batch_invariant) {
   if (!device.is_host)
     return spec::not_supported("device " + device.name +
                                ": only the host kernels are built (kernels/hip/ comes next)");
@@ -48,6 +49,11 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
     return spec::invalid_argument(
         "fixed_partition_size " + std::to_string(fixed_partition_size) + ", fixed_partitions " +
         std::to_string(fixed_partitions) + ": give at most one, and neither negative");
+  if (batch_invariant && fixed_partitions > 0)
+    return spec::invalid_argument(
+        "batch_invariant with fixed_partitions " + std::to_string(fixed_partitions) +
+        ": a partition count follows the key range; the batch-invariant plan takes a fixed "
+        "partition size (fixed_partition_size, or its default) or nothing");
 
   const int64_t tile = config::kHostTileKeys;
   const int64_t rows = int64_t{problem.q_len} * (problem.num_q_heads / problem.num_kv_heads);
@@ -56,7 +62,9 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
   const int64_t max_keys = int64_t{problem.max_pages_per_seq} * problem.page_size;  // <= 2^31 - 1
 
   int64_t size = 0;
-  if (fixed_partition_size > 0) {
+  if (batch_invariant) {
+    size = config::batch_invariant_split(max_keys, tile, fixed_partition_size).size;
+  } else if (fixed_partition_size > 0) {
     size = ceil_div(fixed_partition_size, tile) * tile;
   } else {
     const int64_t wanted = fixed_partitions > 0
@@ -65,7 +73,10 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
     size = size_for(max_keys, wanted, tile);
   }
   int64_t partitions = std::max<int64_t>(ceil_div(max_keys, size), 1);
-  if (partitions == 1) size = size_for(max_keys, 1, tile);  // unsplit: the whole key range
+  if (batch_invariant)
+    partitions = config::batch_invariant_split(max_keys, tile, fixed_partition_size).partitions;
+  else if (partitions == 1)
+    size = size_for(max_keys, 1, tile);  // unsplit: the whole key range
 
   if (size > INT32_MAX)  // only when the key range is within a tile of 2^31
     return spec::out_of_range("max_pages_per_seq " + std::to_string(problem.max_pages_per_seq) +
@@ -82,7 +93,8 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
     return spec::out_of_range("workspace of " + std::to_string(partitions) +
                               " partitions: more than 2^63 bytes; give fewer partitions");
   out.variant = "host/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
-                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct");
+                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct") +
+                (batch_invariant ? "/invariant" : "");
   return out;
 }
 

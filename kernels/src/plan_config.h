@@ -25,6 +25,27 @@ inline constexpr int64_t kHostMinPartitionKeys = 256;
 // ... and into at most this many partitions.
 inline constexpr int64_t kHostMaxPartitions = 64;
 
+// The batch-invariant plan (pacts/decode.h, plan's `batch_invariant`), host and GPU alike: keys
+// per partition a constant (the caller's fixed_partition_size, or this default), so that the
+// partitioning of a sequence's keys depends neither on the batch nor on the other sequences,
+// and always split (at least two partitions, the trailing ones empty for short contexts), so
+// that a sequence alone and in any batch takes the same path: its partials merged in partition
+// order, where an empty partition is the exact identity. docs/kernel-design.md has the H200
+// figures the default was chosen by.
+inline constexpr int64_t kBatchInvariantPartitionKeys = 4096;
+
+struct Split {
+  int64_t size = 0;        // keys per partition
+  int64_t partitions = 0;  // partitions per sequence
+};
+// `requested` > 0: the caller's partition size; 0: the default.
+inline Split batch_invariant_split(int64_t max_keys, int64_t tile, int64_t requested) {
+  const int64_t keys = requested > 0 ? requested : kBatchInvariantPartitionKeys;
+  const int64_t size = (keys + tile - 1) / tile * tile;
+  const int64_t parts = (max_keys + size - 1) / size;
+  return {size, parts < 2 ? 2 : parts};
+}
+
 // What the host kernels accept beyond the spec (spec/refusals.md §4): element alignment only
 // (every load is a memcpy of one element) and 64-bit offsets everywhere.
 inline spec::Requirements host_requirements() { return {}; }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace pacts::kernels {
@@ -27,8 +28,13 @@ void expect_well_formed(const pacts_problem& p, const Plan& plan) {
   EXPECT_GE(plan.num_partitions, 1);
   EXPECT_GE(int64_t{plan.partition_size} * plan.num_partitions, keys);
   if (plan.num_partitions > 1) {
-    EXPECT_LT(int64_t{plan.partition_size} * (plan.num_partitions - 1), keys)
-        << "a partition that no context can reach";
+    // Only the batch-invariant plan has a partition past the key range: its second one, when
+    // the range fits in one.
+    if (plan.variant.ends_with("/invariant") && plan.num_partitions == 2)
+      EXPECT_LE(keys, plan.partition_size);
+    else
+      EXPECT_LT(int64_t{plan.partition_size} * (plan.num_partitions - 1), keys)
+          << "a partition that no context can reach";
     EXPECT_EQ(plan.workspace_bytes, uint64_t(p.batch) * p.num_kv_heads * plan.num_partitions *
                                         rows * (p.head_dim + 2) * 4);
   } else {
@@ -121,6 +127,34 @@ TEST(Plan, Hints) {
   EXPECT_EQ(plan(p, workers(2), 16, 2).status().code(), spec::Code::kInvalidArgument);
   EXPECT_EQ(plan(p, workers(2), -1).status().code(), spec::Code::kInvalidArgument);
   EXPECT_EQ(plan(p, workers(2), 0, -4).status().code(), spec::Code::kInvalidArgument);
+}
+
+// The batch-invariant plan (spec/operator.md §11.1): 4096-key partitions or the caller's size,
+// at least two, the same partitioning of a sequence's keys whatever the batch, the block table's
+// width and the device; not with a partition count.
+TEST(Plan, BatchInvariant) {
+  for (int32_t b : {1, 3, 64})
+    for (int32_t m : {0, 1, 5, 64, 65, 300})
+      for (int32_t n : {1, 2, 16}) {
+        const pacts_problem p = shape(b, 1, 32, 8, 128, 16, m);
+        const Plan a = plan(p, workers(n), 0, 0, true).value();
+        expect_well_formed(p, a);
+        const int64_t keys = int64_t{m} * 16;
+        EXPECT_EQ(a.partition_size, 4096);
+        EXPECT_EQ(a.num_partitions, std::max<int64_t>((keys + 4095) / 4096, 2));
+        const Plan c = plan(p, workers(n), 1000, 0, true).value();  // a size of the caller's
+        expect_well_formed(p, c);
+        EXPECT_EQ(c.partition_size, 1008);
+        EXPECT_EQ(c.num_partitions, std::max<int64_t>((keys + 1007) / 1008, 2));
+        EXPECT_TRUE(a.variant.ends_with("/split/invariant")) << a.variant;
+      }
+  // The automatic plan of the same problems depends on the batch and the device.
+  const pacts_problem one = shape(1, 1, 8, 1, 128, 16, 512), many = shape(64, 1, 8, 1, 128, 16, 512);
+  EXPECT_NE(plan(one, workers(16)).value().num_partitions, plan(many, workers(16)).value().num_partitions);
+  EXPECT_EQ(plan(one, workers(16), 0, 0, true).value().partition_size,
+            plan(many, workers(1), 0, 0, true).value().partition_size);
+  EXPECT_EQ(plan(one, workers(2), 0, 2, true).status().code(), spec::Code::kInvalidArgument);
+  EXPECT_EQ(plan(one, workers(2), -16, 0, true).status().code(), spec::Code::kInvalidArgument);
 }
 
 TEST(Plan, RefusesWhatValidateRefuses) {

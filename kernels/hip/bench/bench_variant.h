@@ -17,7 +17,7 @@ struct VariantKernels {
   // the operator on valid inputs, so it is; an ablation (copy-only, compute-only) computes
   // nothing meaningful, so it is not.
   bool check_output = true;
-  spec::Result<Plan> (*plan)(const pacts_problem&, const DeviceInfo&, int32_t, int32_t) = nullptr;
+  spec::Result<Plan> (*plan)(const pacts_problem&, const DeviceInfo&, int32_t, int32_t, bool) = nullptr;
   spec::Status (*decode)(const Plan&, const pacts_buffers&, uint32_t*, void*, uint64_t,
                          void*) = nullptr;
   spec::Status (*select_device)(int32_t) = nullptr;

@@ -250,8 +250,9 @@ spec::Requirements requirements() { return {}; }
 //             both operands rounded (spec/tolerance.md §2, u_q). bf16 has fp32's exponent range,
 //             so inside the range contract neither rounding overflows (R1, R3: <= 2^126).
 //   u_p       2^-8 would do: P = expf(s - shift) in fp32 rounded to bf16; V is not rounded (bf16
-//             codes as stored, or an fp16 / scaled element as the exact sum of three bf16 parts,
-//             src/kernel_mma.h). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
+//             codes as stored, or an fp16 / scaled element as the exact sum of two or three bf16
+//             parts, src/kernel_mma.h; a deferred per-tensor V scale multiplies the merged sum
+//             once in binary64, which adds 2^-53 inside u_acc's slack). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
 //             per backend, and it leaves room for a V part below bf16's normal range (a scaled V
 //             element under 2^-102 is not split: it takes the exact fp32 CUDA-core path).
 //   eta_p     2^-133: P's absolute rounding below bf16's normal range is at most 2^-134 (half the
@@ -317,7 +318,8 @@ spec::NumericsProfile profile(const DeviceInfo& device) {
 }
 
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
-                        int32_t fixed_partition_size, int32_t fixed_partitions) {
+                        int32_t fixed_partition_size, int32_t fixed_partitions,
+                        bool batch_invariant) {
   if (dev.is_host)
     return spec::not_supported("device " + dev.name + ": the HIP kernels need a GPU");
 #if defined(PACTS_MUTANTS)
@@ -329,6 +331,11 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
     return spec::invalid_argument(
         "fixed_partition_size " + std::to_string(fixed_partition_size) + ", fixed_partitions " +
         std::to_string(fixed_partitions) + ": give at most one, and neither negative");
+  if (batch_invariant && fixed_partitions > 0)
+    return spec::invalid_argument(
+        "batch_invariant with fixed_partitions " + std::to_string(fixed_partitions) +
+        ": a partition count follows the key range; the batch-invariant plan takes a fixed "
+        "partition size (fixed_partition_size, or its default) or nothing");
   const int64_t tile = tile_keys(problem.head_dim);
   const int64_t rows = int64_t{problem.q_len} * (problem.num_q_heads / problem.num_kv_heads);
   const int64_t rows_per_item = std::min<int64_t>(rows, detail::kMaxRows);
@@ -339,14 +346,19 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
            tile;
   };
   int64_t size = 0;
-  if (fixed_partition_size > 0) {
+  if (batch_invariant) {
+    size = config::batch_invariant_split(max_keys, tile, fixed_partition_size).size;
+  } else if (fixed_partition_size > 0) {
     size = ceil_div(fixed_partition_size, tile) * tile;
   } else {
     size = size_for(fixed_partitions > 0 ? fixed_partitions
                                          : automatic_partitions(problem, dev, row_tiles, max_keys));
   }
-  const int64_t partitions = std::max<int64_t>(ceil_div(max_keys, size), 1);
-  if (partitions == 1) size = size_for(1);
+  int64_t partitions = std::max<int64_t>(ceil_div(max_keys, size), 1);
+  if (batch_invariant)
+    partitions = config::batch_invariant_split(max_keys, tile, fixed_partition_size).partitions;
+  else if (partitions == 1)
+    size = size_for(1);
   if (size > INT32_MAX)
     return spec::out_of_range("max_pages_per_seq " + std::to_string(problem.max_pages_per_seq) +
                               " x page_size " + std::to_string(problem.page_size) +
@@ -377,7 +389,8 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
                 "-UNSAFE-unmasked" +
 #endif
                 "/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
-                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct");
+                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct") +
+                (batch_invariant ? "/invariant" : "");
   return out;
 }
 

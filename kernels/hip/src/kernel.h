@@ -373,10 +373,13 @@ __device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, i
 // row t's states in warp order in binary64 (common::merge, the partition merge's math), so the
 // result depends on the plan only (PACTS-META-2); then the block writes the output rows (an
 // unsplit plan, with the LSE and the empty rows) or the partials to the workspace.
+// `v_factor`: a V scale the kernel deferred (kernel_mma.h: a per-tensor scale of a narrow V
+// format), applied here once in binary64 to the merged accumulator; 1 otherwise.
 template <int D, int kWarps, int kThreads, class Final>
 __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_t b,
                                              int64_t kv_head, int64_t z, int32_t r0, int32_t rows,
-                                             uint32_t nonempty, bool direct, int t) {
+                                             uint32_t nonempty, bool direct, int t,
+                                             double v_factor = 1.0) {
   if (t < kMaxRows && ((nonempty >> t) & 1u)) {
     common::MergeState ms;
     for (int w = 0; w < kWarps; ++w) {
@@ -411,6 +414,7 @@ __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_
       a *= fin.self[w][r];
       if (fin.use_other[w][r]) a += fin.other[w][r] * static_cast<double>(fin.acc[w][r * D + d]);
     }
+    a *= v_factor;
     if (direct) {
       const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
       store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a * fin.factor[r]));

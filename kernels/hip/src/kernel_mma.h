@@ -713,10 +713,18 @@ split_kv_mma_kernel(const Params p) {
     // other V three (24 bits; every part a normal bf16 or 0 for |v| >= 2^-102). A non-zero
     // |v| < 2^-102 ("tiny", down to the fp32 subnormals) takes the CUDA-core path instead (below).
     // So P.V sees V unrounded (PACTS-ACC-3: a single key's output is RNE(v) exactly).
+    // A per-tensor V scale of a narrow format (fp16, fp8: |code| <= 2^16) is deferred: P.V sums
+    // the codes (one part for fp8, two for fp16) and the merge multiplies the sum once by the
+    // scale in binary64 (merge_warps_and_store's v_factor), which is the same value up to the
+    // accumulation's own roundings (spec/contract.md §2.1: the unscaled sum is at most n 2^16,
+    // no headroom lost). Without a scale, or deferred, no V element can be tiny (the smallest
+    // code is 2^-24), so the tiny test is skipped.
     const bool v_unscaled = p.v.scale_mode == PACTS_SCALE_NONE;
-    const int v_parts = !kIs16<kFormat> && (v_unscaled || p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
+    const bool v_deferred = kFormat != PACTS_FORMAT_BF16 && p.v.scale_mode == PACTS_SCALE_PER_TENSOR;
+    const bool v_codes = v_unscaled || v_deferred;
+    const int v_parts = !kIs16<kFormat> && (v_codes || p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
                             ? 1
-                            : kFormat == PACTS_FORMAT_FP16 && v_unscaled ? 2 : 3;
+                            : kFormat == PACTS_FORMAT_FP16 && v_codes ? 2 : 3;
     // The scales of the tile issued last, stored one iteration later (issue_raw).
     uint32_t carry[R::kCarryWords];
     int64_t entry = entry_of(tile);
@@ -804,15 +812,20 @@ split_kv_mma_kernel(const Params p) {
       // acc += P V (split_v_dim's order): the lane's B fragment values are keys 2 q4, 2 q4 + 1
       // (b0) and 2 q4 + 8, 2 q4 + 9 (b1) of dim g * D / 8 + n for N-tile n, fed as their parts in
       // order, tiny elements as 0.
-      bool tiny = false;
-      {
+      // One instantiation per (parts, tiny test) pair the format can take, so that neither is a
+      // branch inside the unrolled loop: fp8 (1, no test) or (3, test); fp16 (2, no test) or
+      // (3, test); MXFP4 (1, test); a scaled bf16 (3, test).
+      const auto pv_step = [&](auto parts_c, auto tiny_c) -> bool {
+        constexpr int kParts = decltype(parts_c)::value;
+        constexpr bool kTinyTest = decltype(tiny_c)::value;
+        bool tiny = false;
         using Seg = SplitSegment<kFormat, D / 8>;
         const int vd0 = v_segment<D>(g);
         const int vkey[4] = {2 * q4, 2 * q4 + 1, 2 * q4 + 8, 2 * q4 + 9};
         float vscale[4];
 #pragma unroll
         for (int x = 0; x < 4; ++x)  // one block of 32 dims holds the lane's D / 8
-          vscale[x] = vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
+          vscale[x] = v_deferred ? 1.0f : vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
 #pragma unroll
         for (int c = 0; c < Seg::kChunks; ++c) {
           uint32_t w[4][Seg::kWords];
@@ -830,16 +843,17 @@ split_kv_mma_kernel(const Params p) {
               v[x] = y.x;
               v[x + 1] = y.y;
             }
+            if constexpr (kTinyTest) {
 #pragma unroll
-            for (int x = 0; x < 4; ++x) {
-              const bool t_x = is_tiny(v[x]);
-              tiny |= t_x;
-              if (t_x) v[x] = 0.0f;
+              for (int x = 0; x < 4; ++x) {
+                const bool t_x = is_tiny(v[x]);
+                tiny |= t_x;
+                if (t_x) v[x] = 0.0f;
+              }
             }
             uint32_t b0 = 0, b1 = 0;
 #pragma unroll
-            for (int part = 0; part < 3; ++part) {
-              if (part >= v_parts) break;
+            for (int part = 0; part < kParts; ++part) {
               if (part > 0) {  // the residuals of the parts fed so far
                 v[0] = residual(v[0], common::bf16_to_float(static_cast<uint16_t>(b0 & 0xFFFFu)));
                 v[1] = residual(v[1], common::bf16_to_float(static_cast<uint16_t>(b0 >> 16)));
@@ -852,6 +866,22 @@ split_kv_mma_kernel(const Params p) {
             }
           }
         }
+        return tiny;
+      };
+      using One = std::integral_constant<int, 1>;
+      using Two = std::integral_constant<int, 2>;
+      using Three = std::integral_constant<int, 3>;
+      bool tiny = false;
+      if constexpr (kFormat == PACTS_FORMAT_E2M1) {
+        tiny = pv_step(One{}, std::true_type{});
+      } else if constexpr (kFormat == PACTS_FORMAT_BF16) {
+        tiny = pv_step(Three{}, std::true_type{});
+      } else if (v_parts == 3) {
+        tiny = pv_step(Three{}, std::true_type{});
+      } else if constexpr (kFormat == PACTS_FORMAT_FP16) {
+        tiny = pv_step(Two{}, std::false_type{});
+      } else {
+        tiny = pv_step(One{}, std::false_type{});
       }
       // Tiny V elements: acc += P t on the CUDA cores with the same bf16 P, in a fixed order over
       // the tile's keys (rare: a warp vote). P goes through the warp's P tile.
@@ -908,7 +938,13 @@ split_kv_mma_kernel(const Params p) {
     }
   }
   __syncthreads();
-  merge_warps_and_store<D, S::kWarps, S::kThreads>(p, fin, b, kv_head, z, r0, rows, nonempty, direct, t);
+  double v_factor = 1.0;  // the deferred per-tensor V scale (split kernels, narrow formats)
+  if constexpr (kSplitV)
+    if (kFormat != PACTS_FORMAT_BF16 && p.v.scale_mode == PACTS_SCALE_PER_TENSOR &&
+        !PACTS_MUTANT(hip_v_tensor_scale_dropped))
+      v_factor = p.v.tensor_scale;
+  merge_warps_and_store<D, S::kWarps, S::kThreads>(p, fin, b, kv_head, z, r0, rows, nonempty, direct, t,
+                                                   v_factor);
 }
 
 }  // namespace pacts::kernels::hip::detail

@@ -138,6 +138,10 @@ typedef enum pacts_backend_hint_kind {
   PACTS_HINT_AUTOMATIC = 0,      /* the backend's own choice; value 0 */
   PACTS_HINT_PARTITION_SIZE = 1, /* value = keys per partition */
   PACTS_HINT_PARTITIONS = 2,     /* value = partitions per sequence */
+  PACTS_HINT_BATCH_INVARIANT = 3, /* the batch-invariant plan (spec/operator.md §11.1); value =
+                                     keys per partition, 0 = the backend's default.
+                                     Version 1 has no capability to declare it: pacts never sends
+                                     it to a version 1 plugin */
   PACTS_HINT_MAX_ENUM = 0x7FFFFFFF
 } pacts_backend_hint_kind;
 

@@ -30,7 +30,8 @@ spec::NumericsProfile profile(const DeviceInfo& device);
 // The work split (pacts/decode.h Plan) for this device: same meaning and arguments as
 // pacts::kernels::plan(); the tile and row tile are the GPU kernels'. Host only.
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
-                        int32_t fixed_partition_size = 0, int32_t fixed_partitions = 0);
+                        int32_t fixed_partition_size = 0, int32_t fixed_partitions = 0,
+                        bool batch_invariant = false);
 
 // Runs the plan on DEVICE memory: every view of `buffers`, `error_word` (may be null) and
 // `workspace` are device pointers; `stream` is a hipStream_t (cudaStream_t on NVIDIA), null for

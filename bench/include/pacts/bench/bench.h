@@ -116,6 +116,12 @@ struct Options {
   // > 0: every shape's plan forced to this many partitions (pacts::kernels::plan's
   // fixed_partitions) for the gated library and every variant alike; 0: the automatic split.
   int32_t partitions = 0;
+  // Every shape's plan is the batch-invariant one (pacts::kernels::plan's batch_invariant; the
+  // rows' plan names end in /invariant); not with `partitions`.
+  bool batch_invariant = false;
+  // > 0: every shape's partitions forced to this many keys (plan's fixed_partition_size; with
+  // batch_invariant, the batch-invariant plan's size); not with `partitions`.
+  int32_t partition_size = 0;
   std::FILE* progress = stderr;  // one line per shape while running; nullptr = quiet
   std::string suite_version;  // recorded in the report (the program's build sets it)
 };

@@ -31,6 +31,9 @@ struct Capabilities {
   bool sinks = true, window = true, softcap = true, lse = true;
   bool deterministic = true;     // bitwise reproducible for a fixed plan (PACTS-META-2)
   bool split_plans = false;      // honours PlanHint partition sizes / counts (PACTS-META-3)
+  // Honours PlanHint::batch_invariant(): a plan whose partitioning depends on neither the batch
+  // nor the other sequences (spec/operator.md §11.1; PACTS-META-4 compares bitwise under it).
+  bool batch_invariant = false;
   bool plan_replay = false;      // run_replayed(): one plan / captured graph, new contexts (DEV-3)
   // Runs PACTS-DEV-2's cases: pools and views past 2^31 elements (about 8 GiB of host and device
   // memory per case). GPU backends on large-memory devices; the CPU CI machine has too little.
@@ -46,13 +49,16 @@ spec::Status check_capabilities(const Capabilities& caps, const pacts_problem& p
 
 // How the caller wants the context split (spec/properties.md PACTS-META-3).
 struct PlanHint {
-  enum class Kind { kAutomatic, kPartitionSize, kPartitions };
+  // kBatchInvariant: the backend's batch-invariant plan (spec/operator.md §11.1), for a backend
+  // that declares Capabilities::batch_invariant; value = keys per partition, 0 = its default.
+  enum class Kind { kAutomatic, kPartitionSize, kPartitions, kBatchInvariant };
   Kind kind = Kind::kAutomatic;
   int32_t value = 0;  // keys per partition, or partitions per sequence
 
   static PlanHint automatic() { return {}; }
   static PlanHint partition_size(int32_t keys) { return {Kind::kPartitionSize, keys}; }
   static PlanHint partitions(int32_t n) { return {Kind::kPartitions, n}; }
+  static PlanHint batch_invariant(int32_t keys = 0) { return {Kind::kBatchInvariant, keys}; }
 };
 
 // The plan a backend actually used (reported, so a failure can be replayed on the same plan).

@@ -32,6 +32,8 @@ enum class Fault {
   kDeviceErrorDropped,    // invalid sequences are NaN but the error word stays 0
   kNeighbourStateLeak,    // an empty sequence gets the previous sequence's rows
   kFalseNotSupported,     // a declared capability (page size 256) is refused as NotSupported
+  kInvariantPlanFromBatch,  // the batch-invariant plan's split count taken from the batch size
+                            // (acts on plans: planted in a splitting backend, not the reference)
 };
 
 // Every fault, in declaration order.
