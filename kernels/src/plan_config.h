@@ -32,7 +32,7 @@ inline constexpr int64_t kHostMaxPartitions = 64;
 // that a sequence alone and in any batch takes the same path: its partials merged in partition
 // order, where an empty partition is the exact identity. docs/kernel-design.md has the H200
 // figures the default was chosen by.
-inline constexpr int64_t kBatchInvariantPartitionKeys = 4096;
+inline constexpr int64_t kBatchInvariantPartitionKeys = 2048;
 
 struct Split {
   int64_t size = 0;        // keys per partition

@@ -129,7 +129,7 @@ TEST(Plan, Hints) {
   EXPECT_EQ(plan(p, workers(2), 0, -4).status().code(), spec::Code::kInvalidArgument);
 }
 
-// The batch-invariant plan (spec/operator.md §11.1): 4096-key partitions or the caller's size,
+// The batch-invariant plan (spec/operator.md §11.1): 2048-key partitions or the caller's size,
 // at least two, the same partitioning of a sequence's keys whatever the batch, the block table's
 // width and the device; not with a partition count.
 TEST(Plan, BatchInvariant) {
@@ -140,8 +140,8 @@ TEST(Plan, BatchInvariant) {
         const Plan a = plan(p, workers(n), 0, 0, true).value();
         expect_well_formed(p, a);
         const int64_t keys = int64_t{m} * 16;
-        EXPECT_EQ(a.partition_size, 4096);
-        EXPECT_EQ(a.num_partitions, std::max<int64_t>((keys + 4095) / 4096, 2));
+        EXPECT_EQ(a.partition_size, 2048);
+        EXPECT_EQ(a.num_partitions, std::max<int64_t>((keys + 2047) / 2048, 2));
         const Plan c = plan(p, workers(n), 1000, 0, true).value();  // a size of the caller's
         expect_well_formed(p, c);
         EXPECT_EQ(c.partition_size, 1008);

@@ -59,6 +59,7 @@ int32_t tile_keys(int32_t head_dim) {
 // partitions shorten (the merge computes each partition's weights once per row: src/kernel.h,
 // merge_kernel). Depends on the shape and the multiprocessor count only.
 constexpr int64_t kMinPartitionKeys = 64;
+constexpr int64_t kMinBusyPartitionKeys = 1024;
 constexpr int64_t kMaxPartitions = 64;
 
 // Whether the plan counts the slots of the split kernels (launch_format): every KV format but
@@ -95,9 +96,18 @@ int64_t blocks_per_sm(const pacts_problem& p) {
 int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int64_t row_tiles,
                              int64_t max_keys) {
   const int64_t units = int64_t{p.batch} * p.num_kv_heads * row_tiles;
-  const int64_t slots = blocks_per_sm(p) * std::max<int32_t>(dev.multiprocessors, 1);
-  if (units == 0 || units >= slots || max_keys <= kMinPartitionKeys) return 1;
-  const int64_t limit = std::min(ceil_div(max_keys, kMinPartitionKeys), kMaxPartitions);
+  const int64_t sms = std::max<int32_t>(dev.multiprocessors, 1);
+  // Two corrections to "fill the resident slots", measured on the H200 with the bf16 kernel at 3
+  // blocks per multiprocessor (docs/kernel-design.md, "Where the time goes"): with units for
+  // under a quarter of the multiprocessors (batch 1), 2 slots each, so fewer and longer
+  // partitions (B1 ctx16k: 30 partitions 63 us, 45 partitions 70 us); with a unit for every
+  // multiprocessor, partitions of at least kMinBusyPartitionKeys (B32 ctx1024: unsplit 62 us, 3
+  // partitions 82 us).
+  const int64_t per_sm = units * 4 < sms ? std::min<int64_t>(blocks_per_sm(p), 2) : blocks_per_sm(p);
+  const int64_t min_keys = units >= sms ? kMinBusyPartitionKeys : kMinPartitionKeys;
+  const int64_t slots = per_sm * sms;
+  if (units == 0 || units >= slots || max_keys <= min_keys) return 1;
+  const int64_t limit = std::min(ceil_div(max_keys, min_keys), kMaxPartitions);
   for (int64_t parts = 1; parts < limit; ++parts) {
     const int64_t blocks = units * parts;
     if (blocks * 10 >= ceil_div(blocks, slots) * slots * 9) return parts;

@@ -7,8 +7,8 @@
 //                        split_kv_kernel (src/kernel.h), whose merge kernel it shares.
 //
 // Structure. The item's rows (G * L of them, at most 16) are the M = 16 of the MMA; Q~ (fold_query,
-// rounded once to bf16) stays in registers as A fragments (D 256: read from shared memory per
-// tile). The partition's keys are cut into
+// rounded once to bf16) stays in registers as A fragments (the bf16 kernel at D 128 and D 256:
+// read from shared memory per tile). The partition's keys are cut into
 // tiles of kKeys = 16 keys; warp w takes tiles w, w + kWarps, ... and keeps its own online-softmax
 // state (m, l per row) and accumulator (16 x D fp32 in C fragments). A warp streams its tiles
 // through its own shared-memory stages. bf16 kernel: K and V rows stay bf16 there, each row padded
@@ -49,16 +49,21 @@ namespace pacts::kernels::hip::detail {
 // and lo of such values are 0).
 template <int D, bool kSplitV>
 struct MmaShape {
-  // D = 256: one warp per block, Q~ read from shared memory per tile (its fragments and the
-  // 16 x 256 accumulator do not both fit in registers); otherwise Q~ stays in registers.
-  static constexpr bool kQInRegisters = D <= 128;
+  // Where Q~'s MMA fragments live: in registers (D 64, and the split kernels at D 128), or read
+  // from shared memory per tile. D 256: one warp per block (its fragments and the 16 x 256
+  // accumulator do not both fit in registers). The bf16 kernel at D 128: the 32 registers of Q~
+  // let 3 blocks share a multiprocessor (168 registers, no spill) instead of 2 (208): on the H200
+  // 12 warps instead of 8 hide more of each warp's latency, 15-20 % off B8-B128 ctx16k
+  // (docs/kernel-design.md, "Where the time goes"). The split kernels' 16-bit raw stages of
+  // 3 blocks would pass the 228 KiB.
+  static constexpr bool kQInRegisters = D < 128 || (D == 128 && kSplitV);
   static constexpr int kWarps = D == 256 ? 1 : 4;
   static constexpr int kThreads = kWarps * gpu::kWarpSize;
   // Blocks that share a multiprocessor of the H200 (registers, shared memory): the plan's slots.
   // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
-  static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : D == 128 || kSplitV ? 2 : 3;
+  static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
   // kStages - 1 tiles in flight while one is computed. On the H200 a third stage gained nothing

@@ -80,7 +80,7 @@ struct Plan {
 //
 // `batch_invariant` (spec/operator.md §11.1): partitions of a constant size, at least two,
 // whatever the batch, the other sequences and the device: `fixed_partition_size` keys when
-// given, else 4096 (rounded up to a tile); a sequence's output is then bitwise the same alone and
+// given, else 2048 (rounded up to a tile); a sequence's output is then bitwise the same alone and
 // in any batch. Giving it with `fixed_partitions` is InvalidArgument.
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
                         int32_t fixed_partition_size = 0, int32_t fixed_partitions = 0,
