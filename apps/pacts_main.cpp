@@ -3,6 +3,8 @@
 //   pacts case check FILE [--backend NAME]            one case file, every property
 //   pacts case run --inputs DIR --backend NAME --out DIR2
 //                                                     an exchange directory made by another tool
+//   pacts case judge DIR --profile NAME|FILE [--twin DIR2]
+//                                                     results another tool wrote into DIR
 // Exit status: 0 pass (NotSupported and QualityWarning are not failures, spec/properties.md §1),
 // 1 fail, 2 usage or load error.
 #include <pacts/backends/register.h>
@@ -15,11 +17,15 @@
 #include <pacts/conformance/runner.h>
 #include <pacts/reference/decode.h>
 
+#include <pacts/spec/tolerance.h>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace {
@@ -159,6 +165,10 @@ int run_inputs(const RunArgs& args) {
   }
   std::printf("pacts case run --inputs %s\n", args.inputs.c_str());
   std::printf("  backend:  %s (%s)\n", backend->name().c_str(), backend->device().c_str());
+  if (std::filesystem::exists(std::filesystem::path(args.inputs) / "out.npy"))
+    std::printf("  note:     %s/out.npy is not what this judges (it runs %s on the inputs); to judge "
+                "results another tool wrote: pacts case judge %s --profile NAME|FILE\n",
+                args.inputs.c_str(), backend->name().c_str(), args.inputs.c_str());
   pc::Outcome o;
   try {
     o = judge_matches_reference(*backend, c, ref.value());
@@ -169,6 +179,75 @@ int run_inputs(const RunArgs& args) {
   // Results only: the inputs are the caller's and may be large.
   if (!dump_with_results(c, args.out, *backend, pc::PlanHint::automatic(), false)) return kExitUsage;
   return exit_code(o.verdict);
+}
+
+// The profile a judged result is held to: "reference", "fp32", a backend's name (its declared
+// profile), or a JSON file (read_profile_file).
+std::optional<pacts::spec::NumericsProfile> judge_profile(const std::string& what) {
+  if (what == "reference") return pacts::spec::reference_profile();
+  if (what == "fp32") return pacts::spec::fp32_profile();
+  if (what.ends_with(".json") || std::filesystem::is_regular_file(what)) {
+    auto prof = pc::read_profile_file(what);
+    if (!prof) {
+      std::fprintf(stderr, "pacts: %s\n", prof.status().message().c_str());
+      return std::nullopt;
+    }
+    return prof.value();
+  }
+  auto backend = pc::make_backend(what);
+  if (!backend) {
+    std::fprintf(stderr, "pacts: --profile %s: not reference, fp32, a backend (%s) or a JSON "
+                 "file\n", what.c_str(), backend_list().c_str());
+    return std::nullopt;
+  }
+  return backend->profile();
+}
+
+// Loads an exchange directory and the results written into it.
+std::optional<pc::CaseData> load_judged(const std::string& dir) {
+  auto loaded = pc::load_case(dir);
+  if (!loaded) {
+    std::fprintf(stderr, "pacts: %s\n", loaded.status().to_string().c_str());
+    return std::nullopt;
+  }
+  pc::CaseData c = std::move(loaded).value();
+  if (auto s = pc::load_results(dir, c); !s) {
+    std::fprintf(stderr, "pacts: %s\n", s.to_string().c_str());
+    return std::nullopt;
+  }
+  return c;
+}
+
+int judge(const std::string& dir, const std::string& profile_name, const std::string& twin) {
+  const auto prof = judge_profile(profile_name);
+  if (!prof) return kExitUsage;
+  auto c = load_judged(dir);
+  if (!c) return kExitUsage;
+  pc::CaseData copy = *c;
+  auto ref = pacts::reference::decode(copy.problem, copy.buffers(), prof->q_requant);
+  if (!ref) {
+    std::fprintf(stderr, "pacts: %s: the reference refuses these inputs: %s\n", dir.c_str(),
+                 ref.status().to_string().c_str());
+    return kExitUsage;
+  }
+  std::printf("pacts case judge %s\n  profile:  %s\n", dir.c_str(), prof->name.c_str());
+  const pc::Observed got = pc::observe_written(*c);
+  pc::Outcome o = pc::within_tolerance(*prof, c->problem, got, ref.value());
+  print_verdict(kDefaultProperty, o);
+  int code = exit_code(o.verdict);
+  if (!twin.empty()) {
+    auto t = load_judged(twin);
+    if (!t) return kExitUsage;
+    auto same = pc::same_owned_then_same_bits(*c, *t);
+    if (!same) {
+      std::fprintf(stderr, "pacts: --twin %s: %s\n", twin.c_str(), same.status().message().c_str());
+      return kExitUsage;
+    }
+    std::printf("  twin:     %s (the same owned data, other unowned bytes)\n", twin.c_str());
+    print_verdict("poison relation (PACTS-POISON-*)", same.value());
+    if (same.value().verdict == pc::Verdict::kFail) code = kExitFail;
+  }
+  return code;
 }
 
 int check_case_file(const std::string& path, const std::string& backend_name) {
@@ -240,6 +319,21 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--backend", check_backend, "backend to run (" + backend_list() + ")")
       ->capture_default_str();
 
+  std::string judge_dir, judge_profile_name, judge_twin;
+  CLI::App* judge_cmd = cases->add_subcommand(
+      "judge", "judge the results (out.npy, lse.npy) another tool wrote into an exchange "
+               "directory against the reference, within the bound of a numerics profile; exit 0 "
+               "pass, 1 fail, 2 usage or load error");
+  judge_cmd->add_option("dir", judge_dir, "exchange directory (problem.json, inputs, out.npy)")
+      ->required();
+  judge_cmd->add_option("--profile", judge_profile_name,
+                        "the numerics the results are held to: reference, fp32, a backend's "
+                        "name (" + backend_list() + ") or a JSON file (spec/tolerance.md §2)")
+      ->required();
+  judge_cmd->add_option("--twin", judge_twin,
+                        "a second directory with the same owned data and other unowned bytes: "
+                        "its results must be bitwise the same");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -247,6 +341,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitPass : kExitUsage;
   }
   if (check_cmd->parsed()) return check_case_file(check_file, check_backend);
+  if (judge_cmd->parsed()) return judge(judge_dir, judge_profile_name, judge_twin);
   if (!run.inputs.empty()) return run_inputs(run);
   if (run.file.empty()) {
     std::fprintf(stderr, "pacts case run: give a case file or --inputs DIR --out DIR2\n");

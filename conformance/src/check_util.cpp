@@ -84,6 +84,15 @@ Observed observe_with(const CaseData& c0, uint8_t guard, RunFn run) {
 
 }  // namespace
 
+Observed observe_written(const CaseData& c) {
+  // observe_with fills out and lse with the guard first: hand it the written bytes back.
+  return observe_with(c, 0, [&](CaseData& copy) {
+    copy.out = c.out;
+    copy.lse = c.lse;
+    return RunResult{};
+  });
+}
+
 Observed observe(Backend& backend, const CaseData& c0, const PlanHint& hint, uint8_t guard) {
   return observe_with(c0, guard, [&](CaseData& c) { return backend.run(c.problem, c.buffers(), hint); });
 }
@@ -111,7 +120,11 @@ std::optional<Outcome> run_failed(const Observed& o, const char* what) {
 
 Outcome within_tolerance(const Backend& backend, const pacts_problem& p, const Observed& got,
                          const reference::Output& ref) {
-  const spec::NumericsProfile& prof = backend.profile();
+  return within_tolerance(backend.profile(), p, got, ref);
+}
+
+Outcome within_tolerance(const spec::NumericsProfile& prof, const pacts_problem& p,
+                         const Observed& got, const reference::Output& ref) {
   const size_t D = static_cast<size_t>(p.head_dim);
   double worst = 0;
   for (size_t e = 0; e < got.out_values.size(); ++e) {
@@ -188,6 +201,38 @@ Outcome same_bits(const Observed& a, const Observed& b, const std::string& what)
   if (a.out_codes.size() != b.out_codes.size() || a.lse_codes.size() != b.lse_codes.size())
     return Outcome::fail(what + ": the runs have different shapes");
   return Outcome::pass();
+}
+
+spec::Result<Outcome> same_owned_then_same_bits(const CaseData& a, const CaseData& b) {
+  if (std::memcmp(&a.problem, &b.problem, sizeof a.problem) != 0)
+    return spec::invalid_argument("the two cases have different problems: the poison relation "
+                                  "compares one problem over two fills of its unowned bytes");
+  const auto whole = [](const char* name, const auto& x, const auto& y) -> spec::Status {
+    if (x == y) return spec::Status::ok();
+    return spec::invalid_argument(std::string(name) + ": differs between the two cases; only "
+                                  "unowned bytes of K, V, their scales and the block table may");
+  };
+  for (const spec::Status& s : {whole("query", a.q, b.q), whole("sinks", a.sinks, b.sinks),
+                                whole("context_lens", a.context_lens, b.context_lens)})
+    if (!s) return s;
+  const Ownership own = owned_bytes(a);
+  const auto owned = [](const char* name, const std::vector<uint8_t>& mask, const uint8_t* x,
+                        const uint8_t* y, size_t unit) -> spec::Status {
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] && std::memcmp(x + i * unit, y + i * unit, unit) != 0)
+        return spec::invalid_argument(std::string(name) + ": owned " + (unit == 1 ? "byte " : "entry ") +
+                                      std::to_string(i) + " differs between the two cases");
+    return spec::Status::ok();
+  };
+  const auto* bt_a = reinterpret_cast<const uint8_t*>(a.block_table.data());
+  const auto* bt_b = reinterpret_cast<const uint8_t*>(b.block_table.data());
+  for (const spec::Status& s :
+       {owned("k_pages", own.k, a.k.data(), b.k.data(), 1), owned("v_pages", own.v, a.v.data(), b.v.data(), 1),
+        owned("k_scale", own.k_scale, a.k_scale.data(), b.k_scale.data(), 1),
+        owned("v_scale", own.v_scale, a.v_scale.data(), b.v_scale.data(), 1),
+        owned("block_table", own.block_table, bt_a, bt_b, sizeof(int32_t))})
+    if (!s) return s;
+  return same_bits(observe_written(a), observe_written(b), "the two fills of unowned bytes");
 }
 
 reference::Output reference_answer(const CaseData& c0) {

@@ -718,4 +718,82 @@ spec::Result<CaseData> load_case(const std::string& dir) {
   }
 }
 
+namespace {
+
+// One result file of an external run into `into` (its required extent in bytes).
+void load_result_or_throw(const std::string& dir, const char* name, NpyType type, uint64_t bytes,
+                          std::vector<uint8_t>& into) {
+  const std::string path = file_of(dir, name);
+  const std::string where = where_of(dir) + ": " + name + ".npy";
+  if (!fs::exists(path)) throw io::FieldError{where + ": missing (the results to judge)"};
+  const NpyArray a = read_npy_or_throw(path);
+  if (a.type != type)
+    throw io::FieldError{where + ": dtype " + info(a.type).numpy + ", expected " +
+                         info(type).numpy + " (spec/case_files.md §4.4)"};
+  const uint64_t expected = bytes / npy_item_bytes(type);
+  if (a.elements() != expected)
+    throw io::FieldError{where + ": " + std::to_string(a.elements()) + " elements, expected " +
+                         std::to_string(expected) +
+                         " (the whole allocation problem.json's layout reaches, "
+                         "spec::required_extents)"};
+  into = a.data;
+}
+
+}  // namespace
+
+spec::Status load_results(const std::string& dir, CaseData& c) {
+  try {
+    const pacts_problem& p = c.problem;
+    const spec::RequiredExtents e = spec::required_extents(p);
+    load_result_or_throw(dir, "out", storage_type(p.out_format), e.out, c.out);
+    if (p.want_lse) {
+      load_result_or_throw(dir, "lse", NpyType::kF32, e.lse, c.lse);
+    } else if (fs::exists(file_of(dir, "lse"))) {
+      throw io::FieldError{where_of(dir) + ": lse.npy: present, but problem.json's want_lse is "
+                           "false; remove it or fix problem.json"};
+    }
+    return spec::Status::ok();
+  } catch (const io::FieldError& e) {
+    return spec::invalid_argument(e.message);
+  }
+}
+
+spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
+  try {
+    std::ifstream in(path);
+    if (!in) throw io::FieldError{path + ": cannot open: " + std::strerror(errno)};
+    Json j;
+    try {
+      j = Json::parse(in);
+    } catch (const Json::exception& e) {
+      throw io::FieldError{path + ": not JSON: " + e.what()};
+    }
+    if (!j.is_object()) throw io::FieldError{path + ": expected a JSON object (a numerics profile)"};
+    io::Fields f(j, "profile " + path, "");
+    spec::NumericsProfile prof;
+    prof.name = f.string("name");
+    const auto number = [&](const char* key) {
+      const Json& v = f.get(key);
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        f.fail(key, v, "expected a finite number >= 0");
+      return v.get<double>();
+    };
+    prof.u_logit = number("u_logit");
+    prof.u_q = number("u_q");
+    prof.u_p = number("u_p");
+    prof.eta_p = number("eta_p");
+    prof.p_rounded_in_denominator = f.boolean("p_rounded_in_denominator");
+    prof.u_acc = number("u_acc");
+    prof.u_partial = number("u_partial");
+    prof.eps_exp = number("eps_exp");
+    prof.eps_tanh = number("eps_tanh");
+    prof.eps_log = number("eps_log");
+    prof.ftz = f.boolean("ftz");
+    f.finish();
+    return prof;
+  } catch (const io::FieldError& e) {
+    return spec::invalid_argument(e.message);
+  }
+}
+
 }  // namespace pacts::conformance

@@ -5,6 +5,7 @@
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/check_util.h>
 #include <pacts/conformance/exchange.h>
+#include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/generators.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/rng.h>
@@ -892,6 +893,173 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), spec::Code::kNotSupported);
   EXPECT_NE(r.status().message().find("head_dim 96"), std::string::npos) << r.status().message();
+}
+
+// `pacts case judge` (load_results, observe_written, within_tolerance on a profile): results
+// another tool wrote into an exchange directory are judged, not ignored. The reference's own
+// results pass under the reference profile; a NaN-filled out.npy fails, and the output of an
+// off-by-one causal mask (the fault backend's causal_off_by_one as the writer) fails under the
+// reference's numerics wherever it changed a bit, and under fp32's bound at least once; a wrong
+// dtype, a wrong count and a missing out.npy are refused naming the file.
+class JudgeWritten : public ::testing::Test {
+ protected:
+  // Runs `writer` on the case of `seed` and dumps its results as an outside tool would.
+  static CaseData write(Backend& writer, const CaseData& c, const std::string& dir) {
+    const Observed o = observe(writer, c, PlanHint::automatic());
+    EXPECT_TRUE(o.run.status.is_ok()) << o.run.status.to_string();
+    ExchangeExtras x;
+    x.out = &o.out;
+    x.lse = &o.lse;
+    EXPECT_TRUE(dump_case(c, dir, &x).is_ok());
+    auto back = load_case(dir);
+    EXPECT_TRUE(back.is_ok()) << back.status().to_string();
+    CaseData judged = back.value();
+    const spec::Status s = load_results(dir, judged);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    return judged;
+  }
+  static Outcome judge(const CaseData& c, const spec::NumericsProfile& prof) {
+    CaseData copy = c;
+    auto ref = reference::decode(copy.problem, copy.buffers(), prof.q_requant);
+    EXPECT_TRUE(ref.is_ok());
+    return within_tolerance(prof, c.problem, observe_written(c), ref.value());
+  }
+};
+
+TEST_F(JudgeWritten, ReferenceResultsPassNaNAndOffByOneFail) {
+  TempDir dir;
+  auto reference = make_reference_backend();
+  int offs = 0, fp32_fails = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CaseShape s = random_shape(seed * 7, 2000);
+    s.lse = seed % 2 == 0;
+    const CaseData c = make_case(s, seed);
+    const std::string d = dir / ("s" + std::to_string(seed));
+    const CaseData good = write(*reference, c, d);
+    EXPECT_EQ(judge(good, spec::reference_profile()).verdict, Verdict::kPass) << "seed " << seed;
+    EXPECT_EQ(judge(good, spec::fp32_profile()).verdict, Verdict::kPass) << "seed " << seed;
+    // NaN everywhere (what an unlaunched kernel's poisoned buffer holds).
+    CaseData nan = good;
+    const int ob = spec::element_bytes(c.problem.out_format);
+    const uint32_t nan_code = c.problem.out_format == PACTS_FORMAT_BF16   ? 0x7FC0u
+                              : c.problem.out_format == PACTS_FORMAT_FP16 ? 0x7E00u
+                                                                          : 0x7FC00000u;
+    ASSERT_TRUE(spec::is_nan_code(c.problem.out_format, nan_code));
+    for (size_t i = 0; i + ob <= nan.out.size(); i += static_cast<size_t>(ob))
+      std::memcpy(&nan.out[i], &nan_code, static_cast<size_t>(ob));
+    const reference::Output ref = reference_answer(c);
+    bool any_valid_row = false;
+    for (size_t r = 0; r < ref.row_invalid.size(); ++r) any_valid_row |= !ref.row_invalid[r];
+    if (any_valid_row)
+      EXPECT_EQ(judge(nan, spec::fp32_profile()).verdict, Verdict::kFail) << "seed " << seed;
+    // One key past each row's position: the causal mask off by one.
+    auto faulty = make_fault_backend(make_reference_backend(), Fault::kCausalOffByOne);
+    const CaseData off = write(*faulty, c, d + "_off");
+    // Held to the reference's own numerics every changed output fails; held to fp32's bound, the
+    // extra key's weight can be below it, but not on every case.
+    if (observe_written(off).out_codes != observe_written(good).out_codes) {
+      ++offs;
+      EXPECT_EQ(judge(off, spec::reference_profile()).verdict, Verdict::kFail) << "seed " << seed;
+      fp32_fails += judge(off, spec::fp32_profile()).verdict == Verdict::kFail;
+    }
+  }
+  EXPECT_GT(offs, 0) << "no seed gave the off-by-one mask a different output";
+  EXPECT_GT(fp32_fails, 0) << "the fp32 bound never caught the off-by-one mask";
+}
+
+TEST_F(JudgeWritten, RefusesMissingAndMisshapenResults) {
+  TempDir dir;
+  CaseShape s = random_shape(3);
+  s.lse = true;
+  s.out_format = PACTS_FORMAT_BF16;
+  const CaseData c = make_case(s, 3);
+  auto reference = make_reference_backend();
+  write(*reference, c, dir.str());
+  const auto refused = [&](const char* expect) {
+    auto back = load_case(dir.str());
+    ASSERT_TRUE(back.is_ok());
+    CaseData x = back.value();
+    const spec::Status st = load_results(dir.str(), x);
+    EXPECT_EQ(st.code(), spec::Code::kInvalidArgument) << expect;
+    EXPECT_NE(st.message().find(expect), std::string::npos) << st.message();
+  };
+  const NpyArray out = read_npy(dir / "out.npy").value();
+  NpyArray wrong = out;
+  wrong.type = NpyType::kF32;
+  wrong.shape = {out.data.size() / 4};
+  wrong.data.resize(wrong.shape[0] * 4);
+  ASSERT_TRUE(write_npy(dir / "out.npy", wrong).is_ok());
+  refused("out.npy: dtype");
+  NpyArray short_out = out;
+  short_out.shape = {out.shape[0] - 1};
+  short_out.data.resize(short_out.data.size() - 2);
+  ASSERT_TRUE(write_npy(dir / "out.npy", short_out).is_ok());
+  refused("elements, expected");
+  fs::remove(dir / "out.npy");
+  refused("out.npy: missing");
+}
+
+// The poison relation of two written results: the same owned data with other unowned bytes must
+// give the same bits; cases that differ in owned bytes are refused, not judged.
+TEST_F(JudgeWritten, TwinsDifferingInUnownedBytesOnly) {
+  TempDir dir;
+  auto reference = make_reference_backend();
+  int compared = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const CaseData c = make_case(random_shape(seed * 11, 2000), seed);
+    CaseData poisoned = c;
+    if (!poison_unowned(poisoned, Poison::kRandomBytes, seed)) continue;
+    const CaseData a = write(*reference, c, dir / ("a" + std::to_string(seed)));
+    const CaseData b = write(*reference, poisoned, dir / ("b" + std::to_string(seed)));
+    auto same = same_owned_then_same_bits(a, b);
+    ASSERT_TRUE(same.is_ok()) << same.status().to_string();
+    EXPECT_EQ(same.value().verdict, Verdict::kPass) << same.value().detail;
+    // A written output that depends on the unowned bytes fails the relation.
+    if (!observe_written(b).out_codes.empty()) {
+      CaseData leak = b;
+      leak.out[0] ^= 1;  // element (0, 0, 0, 0) sits at offset 0 of every output layout
+      EXPECT_EQ(same_owned_then_same_bits(a, leak).value().verdict, Verdict::kFail);
+      ++compared;
+    }
+    // An owned byte changed is a different case: refused.
+    CaseData other = b;
+    if (!other.q.empty()) {
+      other.q[0] ^= 1;
+      EXPECT_EQ(same_owned_then_same_bits(a, other).status().code(), spec::Code::kInvalidArgument);
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST(JudgeProfile, ReadsEveryFieldAndRefusesMissingOrNegative) {
+  TempDir dir;
+  const Json good = {{"name", "my-kernel"}, {"u_logit", 5.96e-8}, {"u_q", 0.0078125},
+                     {"u_p", 0.0078125},    {"eta_p", 0},         {"p_rounded_in_denominator", false},
+                     {"u_acc", 1.2e-7},     {"u_partial", 6e-8},  {"eps_exp", 2.4e-7},
+                     {"eps_tanh", 2.4e-7},  {"eps_log", 1e-12},   {"ftz", false}};
+  const std::string path = dir / "p.json";
+  std::ofstream(path) << good.dump();
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_EQ(p.value().name, "my-kernel");
+  EXPECT_EQ(p.value().u_q, 0.0078125);
+  EXPECT_EQ(p.value().u_acc, 1.2e-7);
+  for (const char* key : {"u_acc", "ftz", "name"}) {
+    Json j = good;
+    j.erase(key);
+    std::ofstream(path) << j.dump();
+    auto r = read_profile_file(path);
+    ASSERT_FALSE(r.is_ok()) << key;
+    EXPECT_NE(r.status().message().find(key), std::string::npos) << r.status().message();
+  }
+  Json neg = good;
+  neg["u_p"] = -1;
+  std::ofstream(path) << neg.dump();
+  EXPECT_FALSE(read_profile_file(path).is_ok());
+  Json extra = good;
+  extra["u_typo"] = 1;
+  std::ofstream(path) << extra.dump();
+  EXPECT_FALSE(read_profile_file(path).is_ok());
 }
 
 }  // namespace

@@ -34,6 +34,10 @@ Observed observe(Backend& backend, const CaseData& c, const PlanHint& hint = {},
 Observed observe_replayed(Backend& backend, const CaseData& c, std::span<const int32_t> replayed,
                           const PlanHint& hint = {}, uint8_t guard = 0xA5);
 
+// The output and LSE allocations `c.out` / `c.lse` as they are (written by a tool outside pacts,
+// exchange.h load_results), read back through their layouts; its run is Ok.
+Observed observe_written(const CaseData& c);
+
 // NotSupported when the problem is outside the backend's capabilities.
 std::optional<Outcome> unsupported(const Backend& backend, const pacts_problem& problem);
 
@@ -45,6 +49,14 @@ std::optional<Outcome> run_failed(const Observed& o, const char* what);
 // marks invalid must be NaN. The outcome's worst_ratio is the worst error/bound ratio.
 Outcome within_tolerance(const Backend& backend, const pacts_problem& problem,
                          const Observed& got, const reference::Output& ref);
+// The same for a profile given directly (a kernel judged from its written results).
+Outcome within_tolerance(const spec::NumericsProfile& profile, const pacts_problem& problem,
+                         const Observed& got, const reference::Output& ref);
+
+// The poison relation between two cases over the same owned data (PACTS-POISON-*): InvalidArgument
+// when their problems or any owned input byte differ (naming the buffer and the byte); else
+// same_bits of their written outputs.
+spec::Result<Outcome> same_owned_then_same_bits(const CaseData& a, const CaseData& b);
 
 // For relations between two runs of the backend over the same rows (a metamorphic pair): each
 // run is within one bound of the reference `ref`, so the two must agree within twice that bound.

@@ -77,4 +77,19 @@ spec::Status dump_case(const CaseData& c, const std::string& dir,
 // problem.json. A problem the spec refuses keeps the validator's code.
 spec::Result<CaseData> load_case(const std::string& dir);
 
+// The results another tool wrote into the exchange directory `dir` for `c`, the case load_case
+// read from it (`pacts case judge`): out.npy, the whole output allocation in the output format's
+// storage dtype (uint16 for bf16 and fp16, float32 for fp32), into c.out, and lse.npy (float32,
+// the whole LSE allocation) into c.lse when the problem asks for an LSE. InvalidArgument naming
+// the file: missing, another dtype, another element count than spec::required_extents, or an
+// lse.npy the problem does not ask for.
+spec::Status load_results(const std::string& dir, CaseData& c);
+
+// A numerics profile (spec/tolerance.md §2) from a JSON file: an object with every field of
+// spec::NumericsProfile but the query requantisation ("name", "u_logit", "u_q", "u_p", "eta_p",
+// "p_rounded_in_denominator", "u_acc", "u_partial", "eps_exp", "eps_tanh", "eps_log", "ftz");
+// numbers finite and >= 0. A requantising kernel is judged through a named backend's profile
+// instead. InvalidArgument naming the file and the key.
+spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path);
+
 }  // namespace pacts::conformance
