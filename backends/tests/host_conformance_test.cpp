@@ -96,6 +96,10 @@ class HostFaults : public ::testing::TestWithParam<Fault> {};
 
 TEST_P(HostFaults, FaultIsCaught) {
   const Fault fault = GetParam();
+  // Only PACTS-META-4's batch-invariant runs reach it, and the small shapes of this sweep seldom
+  // cross a partition boundary: its own test below runs META-4 on full-size cases.
+  if (fault == Fault::kInvariantPlanFromBatch)
+    GTEST_SKIP() << fault_name(fault) << ": HostFaults.InvariantPlanFromBatchIsCaught";
   std::unique_ptr<Backend> faulty = make_fault_backend(make_host_backend(2), fault);
   std::unique_ptr<Backend> reference = make_reference_backend();
   RunOptions options;
