@@ -950,8 +950,9 @@ TEST_F(JudgeWritten, ReferenceResultsPassNaNAndOffByOneFail) {
     const reference::Output ref = reference_answer(c);
     bool any_valid_row = false;
     for (size_t r = 0; r < ref.row_invalid.size(); ++r) any_valid_row |= !ref.row_invalid[r];
-    if (any_valid_row)
+    if (any_valid_row) {
       EXPECT_EQ(judge(nan, spec::fp32_profile()).verdict, Verdict::kFail) << "seed " << seed;
+    }
     // One key past each row's position: the causal mask off by one.
     auto faulty = make_fault_backend(make_reference_backend(), Fault::kCausalOffByOne);
     const CaseData off = write(*faulty, c, d + "_off");

@@ -30,12 +30,13 @@ void expect_well_formed(const pacts_problem& p, const Plan& plan) {
   if (plan.num_partitions > 1) {
     // Only the batch-invariant plan has a partition past the key range: its second one, when
     // the range fits in one.
-    if (plan.variant.ends_with("/invariant"))
+    if (plan.variant.ends_with("/invariant")) {
       EXPECT_EQ(plan.num_partitions,
                 std::max<int64_t>((keys + plan.partition_size - 1) / plan.partition_size, 2));
-    else
+    } else {
       EXPECT_LT(int64_t{plan.partition_size} * (plan.num_partitions - 1), keys)
           << "a partition that no context can reach";
+    }
     EXPECT_EQ(plan.workspace_bytes, uint64_t(p.batch) * p.num_kv_heads * plan.num_partitions *
                                         rows * (p.head_dim + 2) * 4);
   } else {
