@@ -31,7 +31,7 @@
 #if !defined(PACTS_QUALIFY_EXE) || !defined(PACTS_MUSTPASS_DIR) || !defined(PACTS_TEST_OUT) || \
     !defined(PACTS_PLUGIN_GOOD) || !defined(PACTS_PLUGIN_DROP_SINKS) ||                       \
     !defined(PACTS_PLUGIN_ABI99) || !defined(PACTS_PLUGIN_NO_ENTRY) ||                        \
-    !defined(PACTS_PLUGIN_BAD_PAGE)
+    !defined(PACTS_PLUGIN_BAD_PAGE) || !defined(PACTS_PLUGIN_V1)
 #error "the build defines the paths of pacts-qualify, the mustpass set and the test plugins"
 #endif
 
@@ -99,7 +99,7 @@ TEST(PluginLoader, DeclaresWhatTheHostBackendDeclares) {
   const PluginInfo* info = plugin_info(*plugin);
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->declared, "host-plugin");
-  EXPECT_EQ(info->abi_version, 1u);
+  EXPECT_EQ(info->abi_version, 2u);
   EXPECT_EQ(plugin->name(), std::string(kPluginPrefix) + info->path);
   EXPECT_EQ(plugin_info(*make_host_backend()), nullptr);
 
@@ -122,6 +122,7 @@ TEST(PluginLoader, DeclaresWhatTheHostBackendDeclares) {
   EXPECT_EQ(a.lse, b.lse);
   EXPECT_EQ(a.deterministic, b.deterministic);
   EXPECT_EQ(a.split_plans, b.split_plans);
+  EXPECT_EQ(a.batch_invariant, b.batch_invariant);  // version 2's extension
   EXPECT_EQ(a.plan_replay, b.plan_replay);
   EXPECT_EQ(a.large_buffers, b.large_buffers);
   EXPECT_EQ(a.requirements.vector_alignment_bytes, b.requirements.vector_alignment_bytes);
@@ -140,6 +141,27 @@ TEST(PluginLoader, DeclaresWhatTheHostBackendDeclares) {
   EXPECT_EQ(p.eps_tanh, q.eps_tanh);
   EXPECT_EQ(p.eps_log, q.eps_log);
   EXPECT_EQ(p.ftz, q.ftz);
+  EXPECT_EQ(p.q_requant.kind, q.q_requant.kind);
+  EXPECT_EQ(p.q_requant.kv_formats, q.q_requant.kv_formats);
+}
+
+// A version 1 plugin (built before the version 2 extension) still loads: the same capabilities
+// and numerics but the extension's, which it cannot declare (no batch-invariant plan, no query
+// requantisation), and the catalogue passes on it (ctest pacts_conformance_host_plugin_v1).
+TEST(PluginLoader, VersionOnePluginsStillLoad) {
+  auto plugin = load_or_fail(PACTS_PLUGIN_V1);
+  ASSERT_NE(plugin, nullptr);
+  const PluginInfo* info = plugin_info(*plugin);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->declared, "host-plugin-v1");
+  EXPECT_EQ(info->abi_version, 1u);
+  EXPECT_FALSE(plugin->capabilities().batch_invariant);
+  EXPECT_EQ(plugin->profile().q_requant.kind, spec::QueryRequant::kNone);
+  const auto v2 = load_or_fail(PACTS_PLUGIN_GOOD);
+  ASSERT_NE(v2, nullptr);
+  EXPECT_TRUE(v2->capabilities().batch_invariant);
+  EXPECT_EQ(plugin->capabilities().kv_formats, v2->capabilities().kv_formats);
+  EXPECT_EQ(plugin->profile().u_acc, v2->profile().u_acc);
 }
 
 // The same kernels under the same plan: every output and LSE byte must be identical once the
@@ -243,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"NotALibrary", text_file(), {"not a loadable library"}},
         Refusal{"NoEntry", PACTS_PLUGIN_NO_ENTRY, {"symbol pacts_backend_entry not found"}},
         Refusal{"AbiVersion99", PACTS_PLUGIN_ABI99,
-                {"abi_version 99", "implements backend ABI version 1"}},
+                {"abi_version 99", "implements backend ABI versions 1 and 2"}},
         Refusal{"PageSize48", PACTS_PLUGIN_BAD_PAGE,
                 {"capabilities.max_page_size = 48", "a power of two from 8 to 256"}}),
     [](const ::testing::TestParamInfo<Refusal>& p) { return p.param.label; });

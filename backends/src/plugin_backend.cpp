@@ -209,11 +209,41 @@ Status check_numerics_of(const Checker& c, const pacts_backend_numerics& in, con
   return Status::ok();
 }
 
+// Version 2's extension (backend_abi.h): the query requantisation rule into `profile`, the
+// batch-invariant plan into `caps`.
+Status check_v2_extension_of(const Checker& c, const pacts_backend_v2_extension& in,
+                             spec::NumericsProfile& profile, Capabilities& caps) {
+  if (in.reserved1 != 0) return c.refuse("reserved1 = " + std::to_string(in.reserved1) + ": accepted: 0");
+  if (in.batch_invariant != 0 && in.batch_invariant != 1)
+    return c.refuse("batch_invariant = " + std::to_string(in.batch_invariant) + ": accepted: 0 or 1");
+  caps.batch_invariant = in.batch_invariant == 1;
+  if (in.q_requant == PACTS_Q_REQUANT_NONE) {
+    if (in.num_q_requant_kv_formats != 0)
+      return c.refuse("num_q_requant_kv_formats = " + std::to_string(in.num_q_requant_kv_formats) +
+                      " with q_requant NONE: accepted: 0");
+    return Status::ok();
+  }
+  if (in.q_requant != PACTS_Q_REQUANT_FP8_ROW_POW2)
+    return c.refuse("q_requant = " + std::to_string(static_cast<int64_t>(in.q_requant)) +
+                    ": accepted: 0 (none) or 1 (fp8-row-pow2, spec/tolerance.md §2.1)");
+  std::vector<pacts_format> formats;
+  if (Status s = c.list("q_requant_kv_formats", in.num_q_requant_kv_formats, in.q_requant_kv_formats,
+                        std::vector<pacts_format>{PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E4M3FNUZ,
+                                                  PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ,
+                                                  PACTS_FORMAT_E2M1},
+                        format_text, formats);
+      !s)
+    return s;
+  profile.q_requant.kind = spec::QueryRequant::kFp8RowPow2;
+  for (pacts_format f : formats) profile.q_requant.kv_formats |= spec::format_bit(f);
+  return Status::ok();
+}
+
 pacts_backend_plan_hint to_c(const PlanHint& hint) {
   switch (hint.kind) {
     case PlanHint::Kind::kPartitionSize: return {PACTS_HINT_PARTITION_SIZE, hint.value};
     case PlanHint::Kind::kPartitions: return {PACTS_HINT_PARTITIONS, hint.value};
-    case PlanHint::Kind::kBatchInvariant: return {PACTS_HINT_BATCH_INVARIANT, 0};
+    case PlanHint::Kind::kBatchInvariant: return {PACTS_HINT_BATCH_INVARIANT, hint.value};
     case PlanHint::Kind::kAutomatic: break;
   }
   return {PACTS_HINT_AUTOMATIC, 0};
@@ -321,13 +351,14 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
     return c.refuse(std::string(PACTS_BACKEND_ENTRY_SYMBOL) + " returned NULL");
 
   // Only the two leading fields are read before the version is known (backend_abi.h).
-  if (api->abi_version != PACTS_BACKEND_ABI_VERSION)
+  if (api->abi_version != 1 && api->abi_version != 2)
     return c.refuse("abi_version " + std::to_string(api->abi_version) +
-                    ": this pacts implements backend ABI version " +
-                    std::to_string(PACTS_BACKEND_ABI_VERSION));
-  if (api->descriptor_bytes != sizeof(pacts_backend_v1))
+                    ": this pacts implements backend ABI versions 1 and 2");
+  const size_t expected_bytes = api->abi_version == 1 ? sizeof(pacts_backend_v1) : sizeof(pacts_backend_v2);
+  if (api->descriptor_bytes != expected_bytes)
     return c.refuse("descriptor_bytes " + std::to_string(api->descriptor_bytes) +
-                    ": backend ABI version 1 has " + std::to_string(sizeof(pacts_backend_v1)));
+                    ": backend ABI version " + std::to_string(api->abi_version) + " has " +
+                    std::to_string(expected_bytes));
   if (api->problem_abi_version != PACTS_ABI_VERSION)
     return c.refuse("problem_abi_version " + std::to_string(api->problem_abi_version) +
                     ": this pacts describes problems with version " +
@@ -352,6 +383,11 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
                     ": accepted: run_replayed set exactly when plan_replay is 1");
   spec::NumericsProfile profile;
   if (Status s = check_numerics_of(c, api->numerics, std::string(api->name), profile); !s) return s;
+  if (api->abi_version == 2) {
+    // The version 1 descriptor is the first member of the version 2 one (backend_abi.h).
+    const auto* v2 = reinterpret_cast<const pacts_backend_v2*>(api);
+    if (Status s = check_v2_extension_of(c, v2->v2, profile, caps); !s) return s;
+  }
 
   PluginInfo info;
   info.path = absolute;

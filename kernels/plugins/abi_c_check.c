@@ -8,6 +8,8 @@
 /* The layout-stable header the loader reads before the version is known (backend_abi.h). */
 typedef char pacts_abi_version_is_first[offsetof(pacts_backend_v1, abi_version) == 0 ? 1 : -1];
 typedef char pacts_descriptor_bytes_is_second[offsetof(pacts_backend_v1, descriptor_bytes) == 4 ? 1 : -1];
+/* Version 2 begins with a whole version 1 descriptor (the entry point returns its address). */
+typedef char pacts_v2_begins_with_v1[offsetof(pacts_backend_v2, v1) == 0 ? 1 : -1];
 
 const pacts_backend_v1* pacts_abi_c_check_entry(void);
 const pacts_backend_v1* pacts_abi_c_check_entry(void) { return NULL; }

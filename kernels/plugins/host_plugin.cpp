@@ -203,20 +203,39 @@ void run_replayed(pacts_backend_instance* self, const pacts_problem* problem,
 
 #ifdef PACTS_PLUGIN_FAULT_DROP_SINKS
 constexpr const char* kName = "host-plugin-drop-sinks";
+#elif defined(PACTS_PLUGIN_ABI_V1)
+constexpr const char* kName = "host-plugin-v1";
 #else
 constexpr const char* kName = "host-plugin";
 #endif
 
+#ifdef PACTS_PLUGIN_ABI_V1
+// A version 1 plugin (backend_abi.h "Versions"): what plugins built before version 2 return.
 const pacts_backend_v1& descriptor() {
   static const std::string device = host::device().name;
   static const pacts_backend_v1 d = {
-      PACTS_PLUGIN_ABI_VERSION, sizeof(pacts_backend_v1), PACTS_ABI_VERSION, 0,
+      1u, sizeof(pacts_backend_v1), PACTS_ABI_VERSION, 0,
       kName, device.c_str(), "", "", "1",
       capabilities(), numerics(),
       create, destroy, run, run_replayed,
   };
   return d;
 }
+#else
+// Version 2: the version 1 descriptor, then the query requantisation (none: the host kernels
+// keep Q in fp32) and the batch-invariant plan, which the host kernels have.
+const pacts_backend_v1& descriptor() {
+  static const std::string device = host::device().name;
+  static const pacts_backend_v2 d = {
+      {PACTS_PLUGIN_ABI_VERSION, sizeof(pacts_backend_v2), PACTS_ABI_VERSION, 0,
+       kName, device.c_str(), "", "", "1",
+       capabilities(), numerics(),
+       create, destroy, run, run_replayed},
+      {PACTS_Q_REQUANT_NONE, 0, {}, 1, 0},
+  };
+  return d.v1;
+}
+#endif
 
 }  // namespace
 

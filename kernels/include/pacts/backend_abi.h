@@ -1,4 +1,4 @@
-/* pacts external backend ABI, version 1: how a shared library presents its own paged-attention
+/* pacts external backend ABI, version 2: how a shared library presents its own paged-attention
  * decode kernel to pacts (pacts-qualify --backend-lib PATH, pacts-conformance --backend-lib PATH),
  * so a vendor qualifies its kernel without recompiling pacts.
  *
@@ -13,6 +13,12 @@
  * descriptor_bytes) keep their place in every future version, so pacts reads them before anything
  * else and refuses a version it does not implement (InvalidArgument naming the library, the field
  * and the versions it accepts), never misreading a newer layout.
+ *
+ * Versions: a version 1 plugin returns a pacts_backend_v1 (abi_version 1, descriptor_bytes
+ * sizeof(pacts_backend_v1)) and still loads. A version 2 plugin returns the first member of a
+ * pacts_backend_v2 (abi_version 2, descriptor_bytes sizeof(pacts_backend_v2)): the version 1
+ * descriptor followed by the version 2 extension, the query requantisation rule of its numerics
+ * (spec/tolerance.md §2.1) and the batch-invariant plan (spec/operator.md §11.1).
  *
  * Ownership:
  * - The descriptor and every string it points to belong to the plugin and must stay valid and
@@ -58,8 +64,8 @@ extern "C" {
 #endif
 
 /* The version of this header. Incremented on any change of a struct layout or a function's
- * meaning; pacts accepts exactly the versions its loader implements (today: 1). */
-#define PACTS_BACKEND_ABI_VERSION 1u
+ * meaning; pacts accepts exactly the versions its loader implements (today: 1 and 2). */
+#define PACTS_BACKEND_ABI_VERSION 2u
 
 /* The one symbol a plugin exports. */
 #define PACTS_BACKEND_ENTRY_SYMBOL "pacts_backend_entry"
@@ -116,9 +122,8 @@ typedef struct pacts_backend_capabilities {
 /* How the kernel rounds; mirrors pacts::spec::NumericsProfile (spec/tolerance.md §2), from which
  * the tolerance bound takes its constants. Every number is finite, >= 0 and < 1; booleans are 0
  * or 1. Declaring less error than the kernel has makes it fail PACTS-ACC-1; declaring more only
- * loosens its own bound, which the report shows. Version 1 has no field for a query
- * requantisation rule (spec/tolerance.md §2.1): a plugin is judged against the plain reference, so
- * a kernel that requantises the query cannot be qualified through this ABI yet. */
+ * loosens its own bound, which the report shows. The query requantisation rule (spec/tolerance.md
+ * §2.1) is version 2's extension: a version 1 plugin is judged against the plain reference. */
 typedef struct pacts_backend_numerics {
   double u_logit;      /* unit roundoff of Q.K and of the logit arithmetic */
   double u_q;          /* relative rounding of the scaled query before Q.K (0: not rounded) */
@@ -133,15 +138,32 @@ typedef struct pacts_backend_numerics {
   int32_t ftz;                      /* subnormals may be flushed to zero */
 } pacts_backend_numerics;
 
+/* Version 2: the query requantisation a kernel applies (spec/tolerance.md §2.1). */
+typedef enum pacts_backend_q_requant {
+  PACTS_Q_REQUANT_NONE = 0,          /* the query is not requantised */
+  PACTS_Q_REQUANT_FP8_ROW_POW2 = 1,  /* `fp8-row-pow2`, for the KV formats listed */
+  PACTS_Q_REQUANT_MAX_ENUM = 0x7FFFFFFF
+} pacts_backend_q_requant;
+
+/* Version 2: what follows the version 1 descriptor. */
+typedef struct pacts_backend_v2_extension {
+  pacts_backend_q_requant q_requant;
+  uint32_t num_q_requant_kv_formats;  /* 0 with NONE; else 1..LIST_MAX of the formats below */
+  pacts_format q_requant_kv_formats[PACTS_BACKEND_LIST_MAX]; /* e4m3fn, e4m3fnuz, e5m2, e5m2fnuz,
+                                                                e2m1 */
+  int32_t batch_invariant;  /* honours PACTS_HINT_BATCH_INVARIANT (spec/operator.md §11.1) */
+  uint32_t reserved1;       /* 0 */
+} pacts_backend_v2_extension;
+
 /* How the caller wants the context split (spec/properties.md PACTS-META-3). */
 typedef enum pacts_backend_hint_kind {
   PACTS_HINT_AUTOMATIC = 0,      /* the backend's own choice; value 0 */
   PACTS_HINT_PARTITION_SIZE = 1, /* value = keys per partition */
   PACTS_HINT_PARTITIONS = 2,     /* value = partitions per sequence */
-  PACTS_HINT_BATCH_INVARIANT = 3, /* the batch-invariant plan (spec/operator.md §11.1); value =
-                                     keys per partition, 0 = the backend's default.
-                                     Version 1 has no capability to declare it: pacts never sends
-                                     it to a version 1 plugin */
+  PACTS_HINT_BATCH_INVARIANT = 3, /* version 2: the batch-invariant plan (spec/operator.md
+                                     §11.1); value = keys per partition, 0 = the backend's
+                                     default. Sent only to a plugin that declares
+                                     batch_invariant */
   PACTS_HINT_MAX_ENUM = 0x7FFFFFFF
 } pacts_backend_hint_kind;
 
@@ -198,6 +220,12 @@ typedef struct pacts_backend_v1 {
                        int32_t count, const pacts_backend_plan_hint* hint,
                        pacts_backend_result* result);
 } pacts_backend_v1;
+
+/* The version 2 descriptor: its first member is what the entry point returns a pointer to. */
+typedef struct pacts_backend_v2 {
+  pacts_backend_v1 v1;  /* v1.abi_version = 2, v1.descriptor_bytes = sizeof(pacts_backend_v2) */
+  pacts_backend_v2_extension v2;
+} pacts_backend_v2;
 
 /* The type of the entry point, for dlsym. */
 typedef const pacts_backend_v1* (*pacts_backend_entry_fn)(void);
