@@ -877,6 +877,9 @@ split_kv_mma_kernel(const Params p) {
       using Two = std::integral_constant<int, 2>;
       using Three = std::integral_constant<int, 3>;
       bool tiny = false;
+#if defined(PACTS_EXPERIMENT_ONE_V_PATH)  // timing experiment only (bench/ variant one_v_path):
+      tiny = pv_step(Three{}, std::true_type{});  // one V path per kernel, three parts (exact)
+#else
       if constexpr (kFormat == PACTS_FORMAT_E2M1) {
         tiny = pv_step(One{}, std::true_type{});
       } else if constexpr (kFormat == PACTS_FORMAT_BF16) {
@@ -888,6 +891,7 @@ split_kv_mma_kernel(const Params p) {
       } else {
         tiny = pv_step(One{}, std::false_type{});
       }
+#endif
       // Tiny V elements: acc += P t on the CUDA cores with the same bf16 P, in a fixed order over
       // the tile's keys (rare: a warp vote). P goes through the warp's P tile.
       if (PACTS_ANY(tiny)) {
