@@ -164,7 +164,9 @@ detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& 
   return pp;
 }
 
-template <int D, pacts_format kFormat, bool kSplitV>
+// kVCodes (NVIDIA split kernels): V enters P.V as its codes (no scale, or a deferred per-tensor
+// scale), so the kernel holds that V path only (src/kernel_mma.h).
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -176,7 +178,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 #elif PACTS_HIP_MATRIX_UNIT
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
-  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV>;
+  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes>;
   static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
@@ -200,6 +202,18 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   return spec::Status::ok();
 }
 
+// fp16 and fp8 pools: on NVIDIA one kernel per V path, V as codes (no scale, or a per-tensor
+// scale the kernel defers) or not (src/kernel_mma.h, kVCodes).
+template <int D, pacts_format kFormat, bool kSplit>
+spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items,
+                           hipStream_t stream) {
+#if PACTS_HIP_MATRIX_UNIT
+  if (prm.v.scale_mode == PACTS_SCALE_NONE || prm.v.scale_mode == PACTS_SCALE_PER_TENSOR)
+    return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
+#endif
+  return launch<D, kFormat, kSplit>(prm, items, merge_items, stream);
+}
+
 template <int D>
 spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
@@ -214,14 +228,14 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
 #endif
   switch (prm.kv_format) {
     case PACTS_FORMAT_BF16: return launch<D, PACTS_FORMAT_BF16, kSplit>(prm, items, merge_items, stream);
-    case PACTS_FORMAT_FP16: return launch<D, PACTS_FORMAT_FP16, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_FP16: return launch_narrow<D, PACTS_FORMAT_FP16, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E4M3FN:
-      return launch<D, PACTS_FORMAT_E4M3FN, kSplit>(prm, items, merge_items, stream);
+      return launch_narrow<D, PACTS_FORMAT_E4M3FN, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E4M3FNUZ:
-      return launch<D, PACTS_FORMAT_E4M3FNUZ, kSplit>(prm, items, merge_items, stream);
-    case PACTS_FORMAT_E5M2: return launch<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
+      return launch_narrow<D, PACTS_FORMAT_E4M3FNUZ, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E5M2: return launch_narrow<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E5M2FNUZ:
-      return launch<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
+      return launch_narrow<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
     default: return launch<D, PACTS_FORMAT_E2M1, kSplit>(prm, items, merge_items, stream);
   }
 }

@@ -452,7 +452,11 @@ struct SplitSegment {
   }
 };
 
-template <int D, pacts_format kFormat, bool kSplitV>
+// kVCodes (split kernels of fp16 and fp8): the host launches this instantiation exactly when V
+// enters P.V as its codes (no scale, or a per-tensor scale deferred to the merge), so each
+// kernel holds one V path: on the H200 the second path in the same kernel cost the per-token
+// rows 5-6 % (12 % in the vLLM layout).
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
                                   MmaShape<D, kSplitV>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
@@ -723,13 +727,9 @@ split_kv_mma_kernel(const Params p) {
     // scale in binary64 (merge_warps_and_store's v_factor), which is the same value up to the
     // accumulation's own roundings (spec/contract.md §2.1: the unscaled sum is at most n 2^16,
     // no headroom lost). Without a scale, or deferred, no V element can be tiny (the smallest
-    // code is 2^-24), so the tiny test is skipped.
-    const bool v_unscaled = p.v.scale_mode == PACTS_SCALE_NONE;
+    // code is 2^-24), so the tiny test is skipped. Which of these paths a kernel takes is its
+    // instantiation's (kVCodes, below); the host launches the one the V scale mode needs.
     const bool v_deferred = kFormat != PACTS_FORMAT_BF16 && p.v.scale_mode == PACTS_SCALE_PER_TENSOR;
-    const bool v_codes = v_unscaled || v_deferred;
-    const int v_parts = !kIs16<kFormat> && (v_codes || p.v.scale_mode == PACTS_SCALE_MX_BLOCK)
-                            ? 1
-                            : kFormat == PACTS_FORMAT_FP16 && v_codes ? 2 : 3;
     // The scales of the tile issued last, stored one iteration later (issue_raw).
     uint32_t carry[R::kCarryWords];
     int64_t entry = entry_of(tile);
@@ -817,8 +817,8 @@ split_kv_mma_kernel(const Params p) {
       // acc += P V (split_v_dim's order): the lane's B fragment values are keys 2 q4, 2 q4 + 1
       // (b0) and 2 q4 + 8, 2 q4 + 9 (b1) of dim g * D / 8 + n for N-tile n, fed as their parts in
       // order, tiny elements as 0.
-      // One instantiation per (parts, tiny test) pair the format can take, so that neither is a
-      // branch inside the unrolled loop: fp8 (1, no test) or (3, test); fp16 (2, no test) or
+      // One (parts, tiny test) pair per kernel, so that neither is a branch inside the unrolled
+      // loop: fp8 (1, no test) with kVCodes, else (3, test); fp16 (2, no test) with kVCodes, else
       // (3, test); MXFP4 (1, test); a scaled bf16 (3, test).
       const auto pv_step = [&](auto parts_c, auto tiny_c) -> bool {
         constexpr int kParts = decltype(parts_c)::value;
@@ -882,9 +882,7 @@ split_kv_mma_kernel(const Params p) {
 #else
       if constexpr (kFormat == PACTS_FORMAT_E2M1) {
         tiny = pv_step(One{}, std::true_type{});
-      } else if constexpr (kFormat == PACTS_FORMAT_BF16) {
-        tiny = pv_step(Three{}, std::true_type{});
-      } else if (v_parts == 3) {
+      } else if constexpr (kFormat == PACTS_FORMAT_BF16 || !kVCodes) {
         tiny = pv_step(Three{}, std::true_type{});
       } else if constexpr (kFormat == PACTS_FORMAT_FP16) {
         tiny = pv_step(Two{}, std::false_type{});
