@@ -9,6 +9,6 @@ set(dots "..")
 file(APPEND "${WORK_DIR}/page.md" "\nThe planted outside reference: the facts are in ${dots}/sha" "red/notes.\n")
 file(APPEND "${WORK_DIR}/code.cpp" "// The planted tracker number: iss" "ue 42.\n")
 # A type the check does not scan holds both, and must not count.
-file(WRITE "${WORK_DIR}/data.json" "{\"note\": \"not a scanned type: iss" "ue 7, ${dots}/sha" "red, seeds.md\"}\n")
+file(WRITE "${WORK_DIR}/data.json" "{\"note\": \"not a scanned type: iss" "ue 7, ${dots}/sha" "red, see" "ds.md\"}\n")
 set(SOURCE_DIR "${WORK_DIR}")
 include("${CMAKE_CURRENT_LIST_DIR}/link_check.cmake")
