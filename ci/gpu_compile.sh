@@ -25,7 +25,7 @@ if [ -n "$nvcc" ]; then
   # The kernels, their GPU test, and everything that links them in a CUDA build: the hip
   # backend (pacts-conformance, pacts-qualify), pacts-fuzz, pacts-bench with its unsafe variant,
   # the mutant build and the program that runs it.
-  targets+=(pacts_kernels_hip pacts_common_gpu_test pacts-conformance pacts-qualify pacts-fuzz
+  targets+=(pacts_kernels_hip pacts_common_gpu_test pacts_hip_streams_test pacts-conformance pacts-qualify pacts-fuzz
             pacts-bench pacts_kernels_hip_mutants pacts-mutate-hip)
 else
   echo "pacts: no nvcc on this machine: the sm_90 build is skipped (AMD compile check only)"

@@ -53,6 +53,10 @@ __device__ inline float __shfl_xor(float v, int mask) {
 __device__ inline unsigned atomicOr(unsigned* p, unsigned v) {
   return __hip_atomic_fetch_or(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
+__device__ inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ inline void __threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 __device__ inline void* memcpy(void* dst, const void* src, size_t n) {
   return __builtin_memcpy(dst, src, n);
 }

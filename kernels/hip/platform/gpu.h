@@ -37,6 +37,20 @@ using pacts::gpu::hipFuncSetMaxDynamicSharedBytes;
 
 #include <string>
 
+namespace pacts::gpu {
+// A load of global memory that another block of the same launch wrote (the tile kernel that
+// merges the partials of its row tile, src/kernel.h merge_partials): past the multiprocessor's
+// L1, which is not coherent between blocks. A plain load where no kernel merges in-launch.
+template <class T>
+__device__ inline T load_cross_block(const T* at) {
+#if PACTS_HIP_MATRIX_UNIT
+  return __ldcg(at);
+#else
+  return *at;
+#endif
+}
+}  // namespace pacts::gpu
+
 #if !defined(PACTS_AMD_DEVICE_CHECK)
 namespace pacts::gpu {
 

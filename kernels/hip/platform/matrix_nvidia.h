@@ -133,6 +133,14 @@ __device__ inline void mma_bf16_16816(float (&c)[4], const uint32_t (&a)[4], uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The transpose of an 8 x 8 matrix of 16-bit elements held in the C-fragment layout (lane l: row
+// l / 4, columns 2 (l % 4) and + 1, the lower column in the low half), in the same layout.
+__device__ inline uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+
 // Two fp32 values rounded to nearest even to bf16 (NaN stays NaN, overflow gives Inf), packed
 // with `lo` in the low half: the element of the lower column index of a fragment pair.
 __device__ inline uint32_t pack_bf16x2_rn(float lo, float hi) {

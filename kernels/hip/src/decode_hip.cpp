@@ -115,6 +115,21 @@ int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int6
   return limit;
 }
 
+// The workspace of a split plan: the partials (config::workspace_bytes_for), then one 32-bit
+// counter per (sequence, KV head, row tile) for the tile kernels that merge in-launch
+// (src/kernel.h merge_if_last; decode() zeroes them before the launch).
+bool split_workspace_bytes(const pacts_problem& p, int64_t partitions, int64_t row_tiles,
+                     uint64_t* bytes) {
+  uint64_t partials = 0, counters = 0;
+  if (!config::workspace_bytes_for(p, partitions, &partials)) return false;
+  if (__builtin_mul_overflow(uint64_t(p.batch) * uint64_t(p.num_kv_heads), uint64_t(row_tiles),
+                             &counters) ||
+      __builtin_mul_overflow(counters, sizeof(uint32_t), &counters) ||
+      __builtin_add_overflow(partials, counters, bytes) || *bytes > (uint64_t{1} << 63))
+    return false;
+  return true;
+}
+
 #if defined(PACTS_MUTANTS)
 // The mutant build only (mutation/README.md, GPU part). The kernels of this translation unit read
 // the active mutant from its own copy of common::mutant_device_id (common/mutant.h); it follows
@@ -166,7 +181,8 @@ detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& 
 
 // kVCodes (NVIDIA split kernels): V enters P.V as its codes (no scale, or a deferred per-tensor
 // scale), so the kernel holds that V path only (src/kernel_mma.h).
-template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false>
+// kNarrow: the bf16 kernel's transposed form for items of at most 8 rows (src/kernel_mma.h).
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -178,7 +194,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 #elif PACTS_HIP_MATRIX_UNIT
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
-  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes>;
+  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow>;
   static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
@@ -190,11 +206,20 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 #if !PACTS_HIP_MATRIX_UNIT
   static_assert(kSmem <= 64 * 1024, "the tile kernel must fit gfx942's 64 KiB of LDS");
 #endif
+#if PACTS_HIP_MATRIX_UNIT
+  constexpr bool kFusedMerge = detail::MmaShape<D, kSplitV>::kFusedMerge;
+#else
+  constexpr bool kFusedMerge = false;
+#endif
   if (kSmem > 48 * 1024) PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(tile_kernel, kSmem));
+  // The row tiles' counters of the in-launch merge start at 0 in every call: the workspace's
+  // prior contents never matter (spec/operator.md §11).
+  if (kFusedMerge && prm.partitions > 1 && !PACTS_MUTANT(hip_merge_counter_not_cleared))
+    PACTS_GPU_CHECK(hipMemsetAsync(prm.ws_count, 0, static_cast<size_t>(merge_items) * 4, stream));
   hipLaunchKernelGGL(tile_kernel, dim3(static_cast<uint32_t>(items)), dim3(kTileThreads), kSmem,
                      stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
-  if (prm.partitions == 1) return spec::Status::ok();
+  if (prm.partitions == 1 || kFusedMerge) return spec::Status::ok();
   const int64_t merge_blocks = merge_items * detail::merge_slices<D>(prm.rows_per_item);
   hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_blocks)),
                      dim3(detail::kThreads), 0, stream, prm);
@@ -221,8 +246,14 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
   // V reaches the MMA as the pool's bf16 codes only when it is bf16 without a scale; otherwise
   // as scaled fp32 values cut into bf16 parts (kSplitV, src/kernel_mma.h).
   constexpr bool kSplit = true;
-  if (prm.kv_format == PACTS_FORMAT_BF16 && prm.v.scale_mode == PACTS_SCALE_NONE)
+  if (prm.kv_format == PACTS_FORMAT_BF16 && prm.v.scale_mode == PACTS_SCALE_NONE) {
+#if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_NO_NARROW)  // the latter: a bench/ variant
+    if constexpr (D <= 128)
+      if (prm.rows_per_item <= 8)
+        return launch<D, PACTS_FORMAT_BF16, false, false, true>(prm, items, merge_items, stream);
+#endif
     return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
+  }
 #else
   constexpr bool kSplit = false;
 #endif
@@ -399,7 +430,7 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
   out.num_partitions = static_cast<int32_t>(partitions);
   out.rows_per_item = static_cast<int32_t>(rows_per_item);
   out.workers = std::max<int32_t>(dev.multiprocessors, 1);
-  if (partitions > 1 && !config::workspace_bytes_for(problem, partitions, &out.workspace_bytes))
+  if (partitions > 1 && !split_workspace_bytes(problem, partitions, row_tiles, &out.workspace_bytes))
     return spec::out_of_range("workspace of " + std::to_string(partitions) +
                               " partitions: more than 2^63 bytes; give fewer partitions");
   out.variant = std::string(
@@ -432,7 +463,8 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
                                   plan.variant + ")");
   if (plan.num_partitions > 1) {
     uint64_t need = 0;
-    if (!config::workspace_bytes_for(p, plan.num_partitions, &need) || plan.workspace_bytes != need)
+    if (!split_workspace_bytes(p, plan.num_partitions, ceil_div(rows, plan.rows_per_item), &need) ||
+        plan.workspace_bytes != need)
       return spec::invalid_argument("plan: workspace_bytes " + std::to_string(plan.workspace_bytes) +
                                     " does not match the plan");
     if (workspace_bytes < need || (need > 0 && workspace == nullptr))  // batch 0 needs none
@@ -498,6 +530,7 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
     prm.ws_acc = static_cast<float*>(workspace);
     prm.ws_m = prm.ws_acc + slots * p.head_dim;
     prm.ws_l = prm.ws_m + slots;
+    prm.ws_count = reinterpret_cast<uint32_t*>(prm.ws_l + slots);
   }
   prm.error_word = error_word;
 

@@ -662,97 +662,137 @@ __host__ __device__ constexpr int merge_slices(int rows_per_item) {
 // Partitions whose merge weights a merge block holds at once (in shared memory).
 inline constexpr int kMergeChunk = 64;
 
-// Merges the partials of one (sequence, KV head, row tile) in partition order; the block
-// (item, slice) writes elements [slice * kThreads, +kThreads) of the item's rows x D outputs.
+// What a block merging partials keeps in shared memory (merge_partials), per chunk of
+// kMergeChunk partitions: the rows' (m, l) partials and each partition's merge weights.
+struct MergeScratch {
+  double w_self[kMaxRows][kMergeChunk], w_other[kMaxRows][kMergeChunk];
+  double row_factor[kMaxRows];
+  int64_t z_begin[kMaxRows], z_end[kMaxRows];  // the row's partitions (trivial types: __shared__)
+  float part_m[kMaxRows][kMergeChunk], part_l[kMaxRows][kMergeChunk];
+  uint8_t w_use[kMaxRows][kMergeChunk];  // bit 0: use_self, bit 1: use_other
+};
+
+// Merges the partials of one (sequence, KV head, row tile) in partition order: the block's
+// kBlockThreads threads take elements first + t + kBlockThreads * k (k < kElems) of the item's
+// rows x D outputs; the block with first == 0 writes the LSE and reports the sequence's error.
 // Per chunk of kMergeChunk partitions: the rows' (m, l) partials are read into shared memory in
 // parallel, thread r < rows merges row r's in partition order (common::merge: the weights of each
-// partition, computed once per row, not per element), then every thread folds its element's
-// partials with those weights. The arithmetic per element is the per-element merge's, in the
-// same order: the same bits.
-template <int D>
-__global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
-  __shared__ float part_m[kMaxRows][kMergeChunk], part_l[kMaxRows][kMergeChunk];
-  __shared__ double w_self[kMaxRows][kMergeChunk], w_other[kMaxRows][kMergeChunk];
-  __shared__ uint8_t w_use[kMaxRows][kMergeChunk];  // bit 0: use_self, bit 1: use_other
-  __shared__ double row_factor[kMaxRows];
-  const int slices = merge_slices<D>(p.rows_per_item);
-  int64_t item = blockIdx.x / slices;
-  const int slice = static_cast<int>(blockIdx.x % slices);
-  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
-  item /= p.row_tiles;
-  const int64_t kv_head = item % p.num_kv_heads;
-  const int64_t b = item / p.num_kv_heads;
+// partition, computed once per row, not per element), then every thread folds its elements'
+// partials with those weights, kBatch partitions of every element loaded before any is folded.
+// The arithmetic per element is the per-element merge's, in the same order, whoever runs it (the
+// merge kernel, or the tile block that finished an item last): the same bits. kCrossBlock: the
+// partials were written by other blocks of this launch (gpu::load_cross_block).
+template <int D, int kBlockThreads, int kElems, int kBatch, bool kCrossBlock>
+__device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck& seq, int64_t b,
+                               int64_t kv_head, int32_t row_tile, int first) {
   const int32_t r0 = row_tile * p.rows_per_item;
   const int32_t rows = min(p.rows_per_item, p.rows - r0);
   const int t = threadIdx.x;
-  const SeqCheck seq = check_sequence(p, b);
-  const int idx = slice * kThreads + t;
-  const int r = idx / D, d = idx % D;
-  const bool mine = r < rows;
-  const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
-  const int64_t at = mine ? out_at(p, b, i, h) + d : 0;
+  const bool lead = first == 0;
+  int er[kElems], ed[kElems];
+  bool mine[kElems];
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const int idx = first + t + kBlockThreads * k;
+    er[k] = idx / D;
+    ed[k] = idx % D;
+    mine[k] = er[k] < rows;
+  }
+  const auto at_of = [&](int k) {
+    const int64_t i = (r0 + er[k]) / p.group, h = kv_head * p.group + (r0 + er[k]) % p.group;
+    return out_at(p, b, i, h) + ed[k];
+  };
+  const auto lse_of = [&](int k, uint32_t bits) {
+    const int64_t i = (r0 + er[k]) / p.group, h = kv_head * p.group + (r0 + er[k]) % p.group;
+    store_lse(p, b, i, h, bits);
+  };
   if (seq.error != 0) {
-    if (mine) {
-      store_out(p, at, common::output_nan(p.out_format));
-      if (d == 0) store_lse(p, b, i, h, 0x7FC00000u);
+#pragma unroll
+    for (int k = 0; k < kElems; ++k) {
+      if (!mine[k]) continue;
+      store_out(p, at_of(k), common::output_nan(p.out_format));
+      if (ed[k] == 0) lse_of(k, 0x7FC00000u);
     }
-    if (t == 0 && slice == 0) report(p, seq.error);
+    if (t == 0 && lead) report(p, seq.error);
     return;
   }
-  // Row q's keys and partitions (the same for every thread of the row).
-  const auto row_parts = [&](int q) {
-    const int64_t iq = (r0 + q) / p.group;
+  // Row q's partitions: those holding its keys.
+  if (t < kMaxRows) {
+    const int64_t iq = (r0 + t) / p.group;
     const KeyRange keys = common::row_keys(seq.context, p.q_len, p.window, static_cast<int32_t>(iq));
-    return keys.empty() ? KeyRange{0, 0} : common::partitions_of(keys, p.partition_size);
+    const KeyRange z = t >= rows || keys.empty() ? KeyRange{0, 0}
+                                                  : common::partitions_of(keys, p.partition_size);
+    sh.z_begin[t] = z.begin;
+    sh.z_end[t] = z.end;
+  }
+  __syncthreads();
+  const auto zs = [&](int k) {
+    return mine[k] ? KeyRange{sh.z_begin[er[k]], sh.z_end[er[k]]} : KeyRange{0, 0};
   };
-  const KeyRange zs = mine ? row_parts(r) : KeyRange{0, 0};
-  const KeyRange own = t < rows ? row_parts(t) : KeyRange{0, 0};  // thread t merges row t
+  int64_t z_lo = INT64_MAX, z_hi = INT64_MIN;  // the union of the thread's elements' partitions
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    const KeyRange zk = zs(k);
+    if (zk.empty()) continue;
+    z_lo = min(z_lo, zk.begin);
+    z_hi = max(z_hi, zk.end);
+  }
+  const KeyRange own = t < rows ? KeyRange{sh.z_begin[t], sh.z_end[t]} : KeyRange{0, 0};  // row t
   common::MergeState state;
-  double acc = 0.0;
+  double acc[kElems];
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) acc[k] = 0.0;
   const int64_t base = (b * p.num_kv_heads + kv_head) * p.partitions;
+  const int64_t step = int64_t{p.rows} * D;  // from one partition's partial to the next
+  const auto load = [](const float* at) {
+    if constexpr (kCrossBlock) return gpu::load_cross_block(at);
+    else return *at;
+  };
   // Every row's partitions lie in [0, p.partitions): the chunks walk that range.
   for (int64_t c = 0; c < p.partitions; c += kMergeChunk) {
     const int n = static_cast<int>(min(int64_t{kMergeChunk}, p.partitions - c));
-    for (int x = t; x < rows * kMergeChunk; x += kThreads) {
+    for (int x = t; x < rows * kMergeChunk; x += kBlockThreads) {
       const int q = x / kMergeChunk, j = x % kMergeChunk;
       if (j >= n) continue;
       const int64_t e = (base + c + j) * p.rows + r0 + q;
-      part_m[q][j] = p.ws_m[e];
-      part_l[q][j] = p.ws_l[e];
+      sh.part_m[q][j] = load(p.ws_m + e);
+      sh.part_l[q][j] = load(p.ws_l + e);
     }
     __syncthreads();
     if (t < rows) {
       for (int j = 0; j < n; ++j) {
         const int64_t z = c + j;
         if (z < own.begin || z >= own.end) continue;
-        const common::MergeWeights w = common::merge(state, part_m[t][j], part_l[t][j]);
-        w_self[t][j] = w.self;
-        w_other[t][j] = w.other;
-        w_use[t][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
+        const common::MergeWeights w = common::merge(state, sh.part_m[t][j], sh.part_l[t][j]);
+        sh.w_self[t][j] = w.self;
+        sh.w_other[t][j] = w.other;
+        sh.w_use[t][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
       }
     }
     __syncthreads();
-    if (mine) {
-      // The element's partials in batches of kBatch independent loads, then folded in order.
-      constexpr int kBatch = 8;
-      const int64_t za = max(zs.begin, c), zb = min(zs.end, c + n);
-      const float* const part = p.ws_acc + (base * p.rows + r0 + r) * D + d;
-      const int64_t step = int64_t{p.rows} * D;  // from one partition's partial to the next
-      for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
-        float x[kBatch];
+    const int64_t za = max(z_lo, c), zb = min(z_hi, c + n);
+    for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
+      float x[kElems][kBatch];
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          const int64_t z = z0 + k;
-          x[k] = z < zb && (w_use[r][z - c] & 2u) ? part[z * step] : 0.0f;
+      for (int k = 0; k < kElems; ++k) {
+        const float* const part = p.ws_acc + (base * p.rows + r0 + er[k]) * D + ed[k];
+#pragma unroll
+        for (int q = 0; q < kBatch; ++q) {
+          const int64_t z = z0 + q;
+          x[k][q] = z < zb && zs(k).contains(z) && (sh.w_use[er[k]][z - c] & 2u)
+                        ? load(part + z * step)
+                        : 0.0f;
         }
+      }
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          const int64_t z = z0 + k;
-          if (z >= zb) break;
-          const int j = static_cast<int>(z - c);
-          const uint8_t use = w_use[r][j];
-          if (use & 1u) acc *= w_self[r][j];
-          if (use & 2u) acc += w_other[r][j] * static_cast<double>(x[k]);
+      for (int k = 0; k < kElems; ++k) {
+#pragma unroll
+        for (int q = 0; q < kBatch; ++q) {
+          const int64_t z = z0 + q;
+          if (z >= zb || !zs(k).contains(z)) continue;
+          const uint8_t use = sh.w_use[er[k]][z - c];
+          if (use & 1u) acc[k] *= sh.w_self[er[k]][z - c];
+          if (use & 2u) acc[k] += sh.w_other[er[k]][z - c] * static_cast<double>(x[k][q]);
         }
       }
     }
@@ -762,20 +802,64 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
     const int64_t it = (r0 + t) / p.group, ht = kv_head * p.group + (r0 + t) % p.group;
     const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : ht;
     const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
-    row_factor[t] = common::output_factor(state.m, state.l, p.has_sinks, sink);
-    if (slice == 0)
-      store_lse(p, b, it, ht, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
+    sh.row_factor[t] = common::output_factor(state.m, state.l, p.has_sinks, sink);
+    if (lead) store_lse(p, b, it, ht, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
   }
   __syncthreads();
-  if (mine) {
-    if (zs.empty()) {
-      store_out(p, at, 0u);
-      if (d == 0) store_lse(p, b, i, h, 0xFF800000u);
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) {
+    if (!mine[k]) continue;
+    if (zs(k).empty()) {
+      store_out(p, at_of(k), 0u);
+      if (ed[k] == 0) lse_of(k, 0xFF800000u);
     } else {
-      store_out(p, at, common::round_to_output(p.out_format, acc * row_factor[r]));
+      store_out(p, at_of(k), common::round_to_output(p.out_format, acc[k] * sh.row_factor[er[k]]));
     }
   }
-  if (t == 0 && slice == 0) report(p, seq.error);
+}
+
+// The end of a split item in a tile kernel that merges in-launch (kernel_mma.h, kFusedMerge):
+// after the item's partials are stored, the block counts itself on its row tile's counter
+// (p.ws_count, in the plan's workspace, zeroed by decode() before the launch), and the block
+// that counts last, whichever partition it computed, merges the row tile's partials in partition
+// order (merge_partials: the same bits as the merge kernel) and writes the output, the LSE and
+// the empty or invalid rows. One launch per decode call. Every thread fences its partial stores
+// before the count; the merging block reads the partials past L1 (gpu::load_cross_block).
+template <int D, int kBlockThreads>
+__device__ void merge_if_last(const Params& p, MergeScratch& sh, const SeqCheck& seq, int64_t b,
+                              int64_t kv_head, int32_t r0) {
+  __shared__ bool last;
+  const int32_t row_tile = r0 / p.rows_per_item;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int64_t item = (b * p.num_kv_heads + kv_head) * p.row_tiles + row_tile;
+    const uint32_t before = atomicAdd(p.ws_count + item, 1u);
+    const uint32_t others = static_cast<uint32_t>(p.partitions - 1);
+    last = before == (PACTS_MUTANT(hip_merge_one_partition_early) ? others - 1 : others);
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  constexpr int kElems = (kMaxRows * D + kBlockThreads - 1) / kBlockThreads;
+  merge_partials<D, kBlockThreads, kElems, 2, true>(p, sh, seq, b, kv_head, row_tile, 0);
+}
+
+// The merge of a split plan as a kernel of its own (the tile kernels that do not merge their
+// row tiles in-launch): block (item, slice) writes elements [slice * kThreads, +kThreads) of the
+// item's rows x D outputs, one per thread.
+template <int D>
+__global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
+  __shared__ MergeScratch sh;
+  const int slices = merge_slices<D>(p.rows_per_item);
+  int64_t item = blockIdx.x / slices;
+  const int slice = static_cast<int>(blockIdx.x % slices);
+  const int32_t row_tile = static_cast<int32_t>(item % p.row_tiles);
+  item /= p.row_tiles;
+  const int64_t kv_head = item % p.num_kv_heads;
+  const int64_t b = item / p.num_kv_heads;
+  const SeqCheck seq = check_sequence(p, b);
+  merge_partials<D, kThreads, 1, 8, false>(p, sh, seq, b, kv_head, row_tile, slice * kThreads);
 }
 
 }  // namespace pacts::kernels::hip::detail

@@ -64,6 +64,14 @@ struct MmaShape {
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
   static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
+  // A split plan's merge runs in the launch, in the block that finishes a row tile last
+  // (merge_if_last), where a block has the threads to read the partials in parallel: D 64 and
+  // 128. D 256 (one warp per block) launches the merge kernel after the tile kernel.
+#if defined(PACTS_EXPERIMENT_SEPARATE_MERGE)  // timing experiment only (bench/ variant)
+  static constexpr bool kFusedMerge = false;
+#else
+  static constexpr bool kFusedMerge = kWarps >= 4;
+#endif
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
   // kStages - 1 tiles in flight while one is computed. On the H200 a third stage gained nothing
@@ -135,6 +143,7 @@ struct MmaSmem {
   union {
     alignas(16) uint16_t buf[(kStagesBytes + (S::kQInRegisters ? 0 : kMaxRows * D * 2)) / 2];
     Final fin;
+    MergeScratch merge;  // the in-launch merge (kFusedMerge), after the item's own store
   } u;
   uint64_t bar[S::kWarps][S::kStages];  // bf16 kernel, bulk rows: one barrier per warp stage
   __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }
@@ -456,11 +465,21 @@ struct SplitSegment {
 // enters P.V as its codes (no scale, or a per-tensor scale deferred to the merge), so each
 // kernel holds one V path: on the H200 the second path in the same kernel cost the per-token
 // rows 5-6 % (12 % in the vLLM layout).
-template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false>
+//
+// kNarrow (the bf16 kernel at D 64 and 128, an item of at most 8 rows): both products are
+// computed transposed, S^T = K Q~^T (M = 16 keys, N = 8 rows) and O^T += V^T P^T, so no MMA row
+// is padding: half the MMAs, half the accumulator (Q~ back in registers) and half the exp of the
+// 16-row form. A lane holds rows 2 q4 and 2 q4 + 1 (keys g and g + 8); P moves from S^T's C
+// layout to P^T's B layout by two movmatrix transposes. Every output element is the same sum of
+// the same products in the same k order, and l sums the tile's P in the 16-row form's tree
+// (softmax_step_t), so the two forms give the same bits: PACTS-ACC-4 compares this kernel with
+// the split kernel of a scaled bf16 V, which keeps the 16-row form.
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
                                   MmaShape<D, kSplitV>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV>;
+  static_assert(!kNarrow || (!kSplitV && D <= 128), "the transposed form: the bf16 kernel at D <= 128");
   extern __shared__ float4 smem_raw[];
   using Smem = MmaSmem<D, kSplitV, kFormat>;
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
@@ -473,7 +492,10 @@ split_kv_mma_kernel(const Params p) {
 
   const SeqCheck seq = check_sequence(p, b);
   if (seq.error != 0) {
-    if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
+    if (!direct) {  // the merge of this row tile writes the NaN rows and reports
+      if constexpr (S::kFusedMerge) merge_if_last<D, S::kThreads>(p, sm.u.merge, seq, b, kv_head, r0);
+      return;
+    }
     store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);
     if (t == 0 && !PACTS_MUTANT(hip_direct_error_not_reported)) report(p, seq.error);
     return;
@@ -500,7 +522,10 @@ split_kv_mma_kernel(const Params p) {
     span.begin = min(span.begin, v.begin);
     span.end = max(span.end, v.end);
   }
-  const KeyRange vis[2] = {visible(g), visible(g + 8)};
+  // The rows of the lane's softmax states: g and g + 8 (C fragments of S), or 2 q4 and 2 q4 + 1
+  // (kNarrow: columns of S^T's C fragments).
+  const int lrow[2] = {kNarrow ? 2 * q4 : g, kNarrow ? 2 * q4 + 1 : g + 8};
+  const KeyRange vis[2] = {visible(lrow[0]), visible(lrow[1])};
 
   // Q~ of the non-empty rows (common::fold_query in fp32, then bf16); zeros elsewhere.
   const auto q_pair = [&](int r, int d, float* x) {
@@ -548,24 +573,41 @@ split_kv_mma_kernel(const Params p) {
     *reinterpret_cast<uint32_t*>(&q_smem[swz<D>(r, at / 8) + at % 8]) =
         gpu::pack_bf16x2_rn(x[0] * up, x[1] * up);
   }
-  const float logit_down[2] = {1.0f / row_up[g], 1.0f / row_up[g + 8]};  // exact: powers of two
+  // exact: powers of two
+  const float logit_down[2] = {1.0f / row_up[lrow[0]], 1.0f / row_up[lrow[1]]};
   __syncthreads();
   const int q_row = lane % 8 + ((lane / 8) % 2) * 8, q_chunk = lane / 16;
   uint32_t qa[S::kQInRegisters ? S::kKSteps : 1][4];
-  if constexpr (S::kQInRegisters) {
+  // kNarrow: Q~^T as the B fragments of S^T (rows 0-7; dims 16 kk + 2 q4 + {0, 1} of row g in
+  // qb[kk][0], + 8 in qb[kk][1]), two k-steps per ldmatrix, in registers all along.
+  uint32_t qb[kNarrow ? S::kKSteps : 1][2];
+  if constexpr (kNarrow) {
 #pragma unroll
-    for (int kk = 0; kk < S::kKSteps; ++kk)
-      gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+    for (int kk = 0; kk < S::kKSteps; kk += 2) {
+      uint32_t r[4];
+      gpu::ldmatrix_x4(r, &q_smem[swz<D>(lane % 8, 2 * kk + lane / 8)]);
+      qb[kk][0] = r[0], qb[kk][1] = r[1], qb[kk + 1][0] = r[2], qb[kk + 1][1] = r[3];
+    }
+  }
+  if constexpr (S::kQInRegisters || kNarrow) {
+    if constexpr (!kNarrow) {
+#pragma unroll
+      for (int kk = 0; kk < S::kKSteps; ++kk)
+        gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
+    }
     if constexpr (!kSplitV) gpu::fence_proxy_async_shared();  // bulk copies may overwrite Q~
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
-  float acc[S::kDTiles][4];
+  // The accumulator in C fragments: O (16 rows x D: N-tiles of 8 dims), or O^T (kNarrow: M-tiles
+  // of 16 dims x 8 rows).
+  constexpr int kAccTiles = kNarrow ? D / 16 : S::kDTiles;
+  float acc[kAccTiles][4];
 #pragma unroll
-  for (int n = 0; n < S::kDTiles; ++n)
+  for (int n = 0; n < kAccTiles; ++n)
 #pragma unroll
     for (int x = 0; x < 4; ++x) acc[n][x] = 0.0f;
-  common::SoftmaxState state[2];  // rows g and g + 8
+  common::SoftmaxState state[2];  // rows lrow[0] and lrow[1]
 
   const int64_t first = span.empty() ? 0 : span.begin / S::kKeys;
   const int64_t last = span.empty() ? 0 : (span.end + S::kKeys - 1) / S::kKeys;
@@ -619,7 +661,7 @@ split_kv_mma_kernel(const Params p) {
       // The rescale, unless no lane's row moved its origin (alpha 1: x * 1 is x, bit for bit).
       if (PACTS_ANY(step.alpha != 1.0f)) {
 #pragma unroll
-        for (int n = 0; n < S::kDTiles; ++n) {
+        for (int n = 0; n < kAccTiles; ++n) {
           acc[n][2 * h] *= step.alpha;
           acc[n][2 * h + 1] *= step.alpha;
         }
@@ -627,6 +669,57 @@ split_kv_mma_kernel(const Params p) {
       pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
       pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
     }
+  };
+  // The same step in the transposed form (kNarrow): st holds S^T's C fragment, st[2 hk + e] the
+  // logit of key g + 8 hk for row 2 q4 + e. The row max over the 8 lanes of a column (xor 4, 8,
+  // 16); the tile's sum in softmax_step's tree: that sum is ((s0 + s1) + (s2 + s3)) with
+  // s_q = (P[2q] + P[2q + 1]) + (P[2q + 8] + P[2q + 9]), and lane g holds keys g and g + 8, so
+  // xor 4 pairs keys 2q and 2q + 1, xor 8 and 16 pair the s_q. P^T for P.V: pb[hk] holds keys
+  // 8 hk + 2 q4 + {0, 1} of row g (B fragments), from the C layout by movmatrix.
+  const auto softmax_step_t = [&](const float (&st)[4], int64_t t0, uint32_t (&pb)[2]) {
+    float pv[4];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const auto column = [&](int64_t j) {
+        return static_cast<int>(j < t0 ? 0 : (j - t0 > S::kKeys ? S::kKeys : j - t0));
+      };
+      const int ja = column(vis[e].begin), jb = column(vis[e].end);
+      float sv[2];
+      bool in[2];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int hk = 0; hk < 2; ++hk) {
+        const int col = g + 8 * hk;
+        in[hk] = col >= ja && col < jb;
+        sv[hk] = st[2 * hk + e] * logit_down[e];
+        if (in[hk] && p.softcap > 0.0f) sv[hk] = common::soft_cap(sv[hk], p.softcap);
+        if (in[hk]) tile_max = common::max_finite(tile_max, sv[hk]);
+      }
+      tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, 4));
+      tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, 8));
+      tile_max = common::max_finite(tile_max, PACTS_SHFL_XOR(tile_max, 16));
+      const common::TileStep step = state[e].begin_tile(tile_max);
+      float pk[2];
+#pragma unroll
+      for (int hk = 0; hk < 2; ++hk) pk[hk] = in[hk] ? expf(sv[hk] - step.shift) : 0.0f;  // select
+      const float lo = pk[0] + PACTS_SHFL_XOR(pk[0], 4);  // P[2q] + P[2q + 1]
+      const float hi = pk[1] + PACTS_SHFL_XOR(pk[1], 4);  // P[2q + 8] + P[2q + 9]
+      float sum = lo + hi;
+      sum += PACTS_SHFL_XOR(sum, 8);
+      sum += PACTS_SHFL_XOR(sum, 16);
+      state[e].add(sum);
+      if (PACTS_ANY(step.alpha != 1.0f)) {
+#pragma unroll
+        for (int m = 0; m < kAccTiles; ++m) {
+          acc[m][e] *= step.alpha;
+          acc[m][2 + e] *= step.alpha;
+        }
+      }
+      pv[e] = pk[0];
+      pv[2 + e] = pk[1];
+    }
+    pb[0] = gpu::movmatrix_trans(gpu::pack_bf16x2_rn(pv[0], pv[1]));  // keys 0-7
+    pb[1] = gpu::movmatrix_trans(gpu::pack_bf16x2_rn(pv[2], pv[3]));  // keys 8-15
   };
 
   if constexpr (!kSplitV) {
@@ -687,22 +780,43 @@ split_kv_mma_kernel(const Params p) {
                 *reinterpret_cast<const uint32_t*>(vt + lane * 8);
         continue;
       }
-      float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+      if constexpr (kNarrow) {
+        // S^T = K Q~^T: K's A fragments (keys lane % 16, dim chunk 2 kk + lane / 16).
+        float st[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-      for (int kk = 0; kk < S::kKSteps; ++kk) {
-        uint32_t bk[4];
-        gpu::ldmatrix_x4(bk, kt + k_row * S::kRowPad + (2 * kk + k_chunk) * 8);
-        qk_step(kk, bk, sc);
-      }
-      uint32_t pa[4];
-      softmax_step(sc, tile * S::kKeys, pa);
-      // acc += P V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
+        for (int kk = 0; kk < S::kKSteps; ++kk) {
+          uint32_t ka[4];
+          gpu::ldmatrix_x4(ka, kt + (lane % 16) * S::kRowPad + (2 * kk + lane / 16) * 8);
+          gpu::mma_bf16_16816(st, ka, qb[kk][0], qb[kk][1]);
+        }
+        uint32_t pb[2];
+        softmax_step_t(st, tile * S::kKeys, pb);
+        // O^T += V^T P^T: V^T's A fragments by ldmatrix.trans (dims 16 m.., keys 0-7 then 8-15).
+        const int va_row = lane % 8 + (lane / 16) * 8, va_chunk = (lane / 8) % 2;
 #pragma unroll
-      for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
-        uint32_t bv[4];
-        gpu::ldmatrix_x4_trans(bv, vt + v_row * S::kRowPad + (2 * dp + v_chunk) * 8);
-        gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
-        gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
+        for (int m = 0; m < kAccTiles; ++m) {
+          uint32_t va[4];
+          gpu::ldmatrix_x4_trans(va, vt + va_row * S::kRowPad + (2 * m + va_chunk) * 8);
+          gpu::mma_bf16_16816(acc[m], va, pb[0], pb[1]);
+        }
+      } else {
+        float sc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+        for (int kk = 0; kk < S::kKSteps; ++kk) {
+          uint32_t bk[4];
+          gpu::ldmatrix_x4(bk, kt + k_row * S::kRowPad + (2 * kk + k_chunk) * 8);
+          qk_step(kk, bk, sc);
+        }
+        uint32_t pa[4];
+        softmax_step(sc, tile * S::kKeys, pa);
+        // acc += P V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
+#pragma unroll
+        for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
+          uint32_t bv[4];
+          gpu::ldmatrix_x4_trans(bv, vt + v_row * S::kRowPad + (2 * dp + v_chunk) * 8);
+          gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
+          gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
+        }
       }
     }
     if (kAblate == 1 && fold == 0x9E3779B9u) acc[0][0] += 1.0f;  // keeps the copies' reads
@@ -932,16 +1046,25 @@ split_kv_mma_kernel(const Params p) {
   if (!PACTS_MUTANT(hip_final_barrier_dropped)) __syncthreads();
 
   typename Smem::Final& fin = sm.u.fin;
+  if constexpr (kNarrow) {  // O^T: dim 16 m + g + 8 (x / 2), row 2 q4 + x % 2 (rows 0-7 only)
 #pragma unroll
-  for (int n = 0; n < S::kDTiles; ++n)
+    for (int m = 0; m < kAccTiles; ++m)
 #pragma unroll
-    for (int x = 0; x < 4; ++x)
-      fin.acc[warp][(g + 8 * (x / 2)) * D +
-                    (kSplitV ? split_v_dim<D>(n, 2 * q4 + x % 2) : n * 8 + 2 * q4 + x % 2)] = acc[n][x];
-  if (q4 == 0) {
+      for (int x = 0; x < 4; ++x)
+        fin.acc[warp][(2 * q4 + x % 2) * D + 16 * m + g + 8 * (x / 2)] = acc[m][x];
+  } else {
+#pragma unroll
+    for (int n = 0; n < S::kDTiles; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        fin.acc[warp][(g + 8 * (x / 2)) * D +
+                      (kSplitV ? split_v_dim<D>(n, 2 * q4 + x % 2) : n * 8 + 2 * q4 + x % 2)] = acc[n][x];
+  }
+  // A row's state is the same in every lane that holds the row: one lane writes it.
+  if (kNarrow ? g == 0 : q4 == 0) {
     for (int h = 0; h < 2; ++h) {
-      fin.m[warp][g + 8 * h] = state[h].m;
-      fin.l[warp][g + 8 * h] = state[h].l;
+      fin.m[warp][lrow[h]] = state[h].m;
+      fin.l[warp][lrow[h]] = state[h].l;
     }
   }
   __syncthreads();
@@ -952,6 +1075,12 @@ split_kv_mma_kernel(const Params p) {
       v_factor = p.v.tensor_scale;
   merge_warps_and_store<D, S::kWarps, S::kThreads>(p, fin, b, kv_head, z, r0, rows, nonempty, direct, t,
                                                    v_factor);
+  // The sequence was valid (an invalid one returned above): its length is read again rather than
+  // kept live through the key loop.
+  if constexpr (S::kFusedMerge)
+    if (!direct)
+      merge_if_last<D, S::kThreads>(p, sm.u.merge, SeqCheck{0u, p.context_lens[b], KeyRange{0, 0}}, b,
+                                    kv_head, r0);
 }
 
 }  // namespace pacts::kernels::hip::detail
