@@ -168,13 +168,7 @@
   G(hip_mx_k_scales_rolled, "spec/operator.md §7, spec/formats.md §3",                             \
     "#7056 review in the HIP kernels: MXFP4 K block scales rolled by one block")                   \
   G(hip_v_tensor_scale_dropped, "spec/formats.md §3, spec/contract.md §2.1",                       \
-    "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")   \
-  G(hip_merge_one_partition_early, "spec/operator.md §9",                                          \
-    "in-launch split merge: the block that counts second to last merges, before the last "         \
-    "partition's partial is stored (a stale or poisoned partial merged)")                          \
-  G(hip_merge_counter_not_cleared, "spec/operator.md §11, spec/properties.md PACTS-POISON-5",      \
-    "in-launch split merge: the row tiles' counters in the workspace not zeroed before the "       \
-    "launch, so the prior contents of the workspace decide which block merges, if any")
+    "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")
 
 namespace pacts::kernels::common {
 

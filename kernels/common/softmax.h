@@ -103,34 +103,68 @@ struct MergeWeights {
   double other;
 };
 
-// Merges `other` into `state` and returns how the accumulators combine:
+// A merge step in three parts, so that a GPU can compute the exponentials of many steps at once
+// (kernels/hip/src/kernel.h merge_partials): merge_origin() is where the state's origin goes and
+// which case the step is (no exponential); merge_weights() is the step's two weights from the
+// origins before and after; merge_sum() updates the state. merge() is the three in order, so any
+// caller of the parts that feeds them the same states gets merge()'s bits.
+struct MergeOrigin {
+  double m_before = -INFINITY;  // the state's origin before the step
+  double m_after = -INFINITY;   // and after it
+  bool state_empty = true;      // the state was empty before the step
+  bool other_empty = true;      // the merged partial is empty
+};
+
+PACTS_HD inline MergeOrigin merge_origin(const MergeState& state, double m_other, double l_other) {
+  MergeOrigin o{state.m, state.m, state.empty(), l_other == 0.0 && m_other == -INFINITY};
+  if (PACTS_MUTANT(empty_partition_nan)) {
+    o.m_after = m_other > state.m ? m_other : state.m;
+    return o;
+  }
+  if (o.other_empty) return o;
+  if (o.state_empty) {
+    o.m_after = m_other;
+    return o;
+  }
+  o.m_after = PACTS_MUTANT(merge_wrong_max) ? state.m : (m_other > state.m ? m_other : state.m);
+  return o;
+}
+
+// How the accumulators combine in the step `o` (merge_origin) of a partial with origin m_other:
 //   acc = (use_self ? acc * self : acc) + (use_other ? acc_other * other : 0).
-PACTS_HD inline MergeWeights merge(MergeState& state, double m_other, double l_other) {
-  const bool other_empty = l_other == 0.0 && m_other == -INFINITY;
+PACTS_HD inline MergeWeights merge_weights(const MergeOrigin& o, double m_other) {
   if (PACTS_MUTANT(empty_partition_nan)) {
     // Every partial weighted by e^(m_z - m), the empty one included: its weight is 0, and 0 times
     // its unwritten accumulator is read (spec/operator.md §10: it must be selected away).
-    const bool self_empty = state.empty();
-    const double m = m_other > state.m ? m_other : state.m;
-    const double self = self_empty ? 0.0 : exp(state.m - m);
-    const double other = exp(m_other - m);
-    state.l = state.l * self + l_other * other;
-    state.m = m;
-    return {!self_empty, true, self, other};
+    const double self = o.state_empty ? 0.0 : exp(o.m_before - o.m_after);
+    return {!o.state_empty, true, self, exp(m_other - o.m_after)};
   }
-  if (other_empty) return {false, false, 1.0, 0.0};
-  if (state.empty()) {
-    state.m = m_other;
-    state.l = l_other;
-    return {false, true, 1.0, 1.0};
+  if (o.other_empty) return {false, false, 1.0, 0.0};
+  if (o.state_empty) return {false, true, 1.0, 1.0};
+  return {true, true, exp(shift_of(o.m_before) - shift_of(o.m_after)),
+          exp(shift_of(m_other) - shift_of(o.m_after))};
+}
+
+PACTS_HD inline void merge_sum(MergeState& state, const MergeOrigin& o, const MergeWeights& w,
+                               double m_other, double l_other) {
+  if (!PACTS_MUTANT(empty_partition_nan)) {
+    if (o.other_empty) return;
+    if (o.state_empty) {
+      state.m = m_other;
+      state.l = l_other;
+      return;
+    }
   }
-  const double m = PACTS_MUTANT(merge_wrong_max) ? state.m
-                                                : (m_other > state.m ? m_other : state.m);
-  const double self = exp(shift_of(state.m) - shift_of(m));
-  const double other = exp(shift_of(m_other) - shift_of(m));
-  state.l = state.l * self + l_other * other;
-  state.m = m;
-  return {true, true, self, other};
+  state.l = state.l * w.self + l_other * w.other;
+  state.m = o.m_after;
+}
+
+// Merges `other` into `state` and returns how the accumulators combine (merge_weights).
+PACTS_HD inline MergeWeights merge(MergeState& state, double m_other, double l_other) {
+  const MergeOrigin o = merge_origin(state, m_other, l_other);
+  const MergeWeights w = merge_weights(o, m_other);
+  merge_sum(state, o, w, m_other, l_other);
+  return w;
 }
 
 // The final normalisation of a non-empty row (spec/operator.md §8-§9), in binary64. The output

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -284,6 +285,69 @@ TEST(Softmax, SoftCap) {
   EXPECT_EQ(soft_cap(1e30f, 1e-30f), 1e-30f);  // s / c overflows to +inf: tanh gives 1
   EXPECT_EQ(soft_cap(-1e30f, 1e-30f), -1e-30f);
   EXPECT_EQ(soft_cap(0.0f, 5.0f), 0.0f);
+}
+
+// The GPU merge (kernels/hip/src/kernel.h merge_partials) takes common::merge apart: (1) one walk
+// per row over the origins (merge_origin on a state whose l only says empty (0) or not (1)),
+// (2) every step's weights at once (merge_weights), (3) the row's sums step by step (merge_sum).
+// Mirrored here: its weights and final state must be merge()'s, bit for bit, over partials with
+// empty ones, ties, -inf and huge gaps. `untracked_emptiness`: the planted fault of a walk that
+// never records that its row is still empty.
+struct Phased {
+  std::vector<MergeWeights> w;
+  MergeState state;
+};
+Phased phased_merge(const std::vector<std::pair<double, double>>& parts, bool untracked_emptiness) {
+  Phased out;
+  MergeState origin;
+  std::vector<MergeOrigin> o;
+  for (const auto& [m, l] : parts) {  // (1)
+    o.push_back(merge_origin(origin, m, l));
+    origin.m = o.back().m_after;
+    origin.l = !untracked_emptiness && o.back().state_empty && o.back().other_empty ? 0.0 : 1.0;
+  }
+  for (size_t z = 0; z < parts.size(); ++z) out.w.push_back(merge_weights(o[z], parts[z].first));  // (2)
+  for (size_t z = 0; z < parts.size(); ++z)  // (3)
+    merge_sum(out.state, merge_origin(out.state, parts[z].first, parts[z].second), out.w[z],
+              parts[z].first, parts[z].second);
+  return out;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(Softmax, MergeInPhasesIsMerge) {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> count(1, 40), kind(0, 5);
+  std::uniform_real_distribution<double> logit(-30.0, 30.0), sum(1.0, 64.0);
+  int sequences = 0, fault_seen = 0;
+  for (int n = 0; n < 4000; ++n) {
+    std::vector<std::pair<double, double>> parts;
+    for (int z = 0, k = count(rng); z < k; ++z) {
+      switch (kind(rng)) {
+        case 0: parts.push_back({-INFINITY, 0.0}); break;               // empty
+        case 1: parts.push_back({parts.empty() ? 1.0 : parts.back().first, sum(rng)}); break;  // tie
+        case 2: parts.push_back({logit(rng) * 1e3, sum(rng)}); break;  // a huge gap
+        default: parts.push_back({logit(rng), sum(rng)}); break;
+      }
+    }
+    MergeState serial;
+    std::vector<MergeWeights> want;
+    for (const auto& [m, l] : parts) want.push_back(merge(serial, m, l));
+    const Phased got = phased_merge(parts, false);
+    bool same = same_bits(got.state.m, serial.m) && same_bits(got.state.l, serial.l);
+    for (size_t z = 0; z < parts.size(); ++z)
+      same = same && got.w[z].use_self == want[z].use_self && got.w[z].use_other == want[z].use_other &&
+             same_bits(got.w[z].self, want[z].self) && same_bits(got.w[z].other, want[z].other);
+    ASSERT_TRUE(same) << "sequence " << n;
+    ++sequences;
+    const Phased bad = phased_merge(parts, true);
+    bool bad_same = same_bits(bad.state.l, serial.l);
+    for (size_t z = 0; z < parts.size(); ++z)
+      bad_same = bad_same && same_bits(bad.w[z].self, want[z].self) && same_bits(bad.w[z].other, want[z].other);
+    fault_seen += bad_same ? 0 : 1;
+  }
+  EXPECT_EQ(sequences, 4000);
+  EXPECT_GT(fault_seen, 100);  // the planted fault changes the result of the sequences it meets
 }
 
 }  // namespace

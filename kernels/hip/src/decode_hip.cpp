@@ -115,19 +115,24 @@ int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int6
   return limit;
 }
 
-// The workspace of a split plan: the partials (config::workspace_bytes_for), then one 32-bit
-// counter per (sequence, KV head, row tile) for the tile kernels that merge in-launch
-// (src/kernel.h merge_if_last; decode() zeroes them before the launch).
+// The workspace of a split plan: the partials (config::workspace_bytes_for); in the builds that
+// merge in-launch (the bench/ variant fused_merge), then one 32-bit counter per (sequence, KV
+// head, row tile) (src/kernel.h merge_if_last; decode() zeroes them before the launch).
 bool split_workspace_bytes(const pacts_problem& p, int64_t partitions, int64_t row_tiles,
-                     uint64_t* bytes) {
-  uint64_t partials = 0, counters = 0;
+                           uint64_t* bytes) {
+  uint64_t partials = 0;
   if (!config::workspace_bytes_for(p, partitions, &partials)) return false;
-  if (__builtin_mul_overflow(uint64_t(p.batch) * uint64_t(p.num_kv_heads), uint64_t(row_tiles),
-                             &counters) ||
-      __builtin_mul_overflow(counters, sizeof(uint32_t), &counters) ||
-      __builtin_add_overflow(partials, counters, bytes) || *bytes > (uint64_t{1} << 63))
-    return false;
+#if defined(PACTS_EXPERIMENT_FUSED_MERGE)
+  uint64_t counters = 0;
+  return !__builtin_mul_overflow(uint64_t(p.batch) * uint64_t(p.num_kv_heads), uint64_t(row_tiles),
+                                 &counters) &&
+         !__builtin_mul_overflow(counters, sizeof(uint32_t), &counters) &&
+         !__builtin_add_overflow(partials, counters, bytes) && *bytes <= (uint64_t{1} << 63);
+#else
+  (void)row_tiles;
+  *bytes = partials;
   return true;
+#endif
 }
 
 #if defined(PACTS_MUTANTS)
@@ -214,7 +219,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   if (kSmem > 48 * 1024) PACTS_GPU_CHECK(hipFuncSetMaxDynamicSharedBytes(tile_kernel, kSmem));
   // The row tiles' counters of the in-launch merge start at 0 in every call: the workspace's
   // prior contents never matter (spec/operator.md §11).
-  if (kFusedMerge && prm.partitions > 1 && !PACTS_MUTANT(hip_merge_counter_not_cleared))
+  if (kFusedMerge && prm.partitions > 1)
     PACTS_GPU_CHECK(hipMemsetAsync(prm.ws_count, 0, static_cast<size_t>(merge_items) * 4, stream));
   hipLaunchKernelGGL(tile_kernel, dim3(static_cast<uint32_t>(items)), dim3(kTileThreads), kSmem,
                      stream, prm);
@@ -530,7 +535,9 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
     prm.ws_acc = static_cast<float*>(workspace);
     prm.ws_m = prm.ws_acc + slots * p.head_dim;
     prm.ws_l = prm.ws_m + slots;
+#if defined(PACTS_EXPERIMENT_FUSED_MERGE)
     prm.ws_count = reinterpret_cast<uint32_t*>(prm.ws_l + slots);
+#endif
   }
   prm.error_word = error_word;
 

@@ -676,9 +676,9 @@ struct MergeScratch {
 // kBlockThreads threads take elements first + t + kBlockThreads * k (k < kElems) of the item's
 // rows x D outputs; the block with first == 0 writes the LSE and reports the sequence's error.
 // Per chunk of kMergeChunk partitions: the rows' (m, l) partials are read into shared memory in
-// parallel, thread r < rows merges row r's in partition order (common::merge: the weights of each
-// partition, computed once per row, not per element), then every thread folds its elements'
-// partials with those weights, kBatch partitions of every element loaded before any is folded.
+// parallel, the merge weights of each (row, partition) are computed once (common::merge's, its
+// exponentials all at once: below), then every thread folds its elements' partials with those
+// weights in partition order, kBatch partitions of every element loaded before any is folded.
 // The arithmetic per element is the per-element merge's, in the same order, whoever runs it (the
 // merge kernel, or the tile block that finished an item last): the same bits. kCrossBlock: the
 // partials were written by other blocks of this launch (gpu::load_cross_block).
@@ -738,7 +738,7 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
     z_hi = max(z_hi, zk.end);
   }
   const KeyRange own = t < rows ? KeyRange{sh.z_begin[t], sh.z_end[t]} : KeyRange{0, 0};  // row t
-  common::MergeState state;
+  common::MergeState state, origin;  // row t's state; its origin and emptiness (below)
   double acc[kElems];
 #pragma unroll
   for (int k = 0; k < kElems; ++k) acc[k] = 0.0;
@@ -759,6 +759,7 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
       sh.part_l[q][j] = load(p.ws_l + e);
     }
     __syncthreads();
+#if defined(PACTS_EXPERIMENT_SERIAL_MERGE_WEIGHTS)  // timing experiment only (bench/ variant)
     if (t < rows) {
       for (int j = 0; j < n; ++j) {
         const int64_t z = c + j;
@@ -770,6 +771,56 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
       }
     }
     __syncthreads();
+#else
+    // The weights of common::merge, its exponentials computed for every (row, partition) at once
+    // rather than one merge after another (merge_origin, merge_weights, merge_sum: the same bits).
+    // (1) Thread t < rows walks row t's origins, no exponential: m before and after each step in
+    // w_self and w_other, the step's case in w_use (bit 2 the state was empty, bit 3 the partial
+    // is, bit 4 the partition is the row's). `origin` holds the row's m and whether it is still
+    // empty (l 0) or not (l 1): merge_origin reads no more of a state.
+    if (t < rows) {
+      for (int j = 0; j < n; ++j) {
+        const int64_t z = c + j;
+        if (z < own.begin || z >= own.end) {
+          sh.w_use[t][j] = 0;
+          continue;
+        }
+        const common::MergeOrigin o = common::merge_origin(origin, sh.part_m[t][j], sh.part_l[t][j]);
+        sh.w_self[t][j] = o.m_before;
+        sh.w_other[t][j] = o.m_after;
+        sh.w_use[t][j] = static_cast<uint8_t>(16u | (o.state_empty ? 4u : 0u) | (o.other_empty ? 8u : 0u));
+        origin.m = o.m_after;
+        origin.l = o.state_empty && o.other_empty ? 0.0 : 1.0;
+      }
+    }
+    __syncthreads();
+    // (2) The weights of every step, one thread per (row, partition).
+    for (int x = t; x < rows * kMergeChunk; x += kBlockThreads) {
+      const int q = x / kMergeChunk, j = x % kMergeChunk;
+      if (j >= n || !(sh.w_use[q][j] & 16u)) continue;
+      common::MergeOrigin o;
+      o.m_before = sh.w_self[q][j];
+      o.m_after = sh.w_other[q][j];
+      o.state_empty = (sh.w_use[q][j] & 4u) != 0;
+      o.other_empty = (sh.w_use[q][j] & 8u) != 0;
+      const common::MergeWeights w = common::merge_weights(o, sh.part_m[q][j]);
+      sh.w_self[q][j] = w.self;
+      sh.w_other[q][j] = w.other;
+      sh.w_use[q][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
+    }
+    __syncthreads();
+    // (3) Row t's state, step by step with those weights.
+    if (t < rows) {
+      for (int j = 0; j < n; ++j) {
+        const int64_t z = c + j;
+        if (z < own.begin || z >= own.end) continue;
+        const double m_z = sh.part_m[t][j], l_z = sh.part_l[t][j];
+        const uint8_t use = sh.w_use[t][j];
+        const common::MergeWeights w{(use & 1u) != 0, (use & 2u) != 0, sh.w_self[t][j], sh.w_other[t][j]};
+        common::merge_sum(state, common::merge_origin(state, m_z, l_z), w, m_z, l_z);
+      }
+    }
+#endif
     const int64_t za = max(z_lo, c), zb = min(z_hi, c + n);
     for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
       float x[kElems][kBatch];
@@ -818,13 +869,14 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
   }
 }
 
-// The end of a split item in a tile kernel that merges in-launch (kernel_mma.h, kFusedMerge):
-// after the item's partials are stored, the block counts itself on its row tile's counter
-// (p.ws_count, in the plan's workspace, zeroed by decode() before the launch), and the block
-// that counts last, whichever partition it computed, merges the row tile's partials in partition
-// order (merge_partials: the same bits as the merge kernel) and writes the output, the LSE and
-// the empty or invalid rows. One launch per decode call. Every thread fences its partial stores
-// before the count; the merging block reads the partials past L1 (gpu::load_cross_block).
+// The end of a split item in a tile kernel that merges in-launch (kernel_mma.h, kFusedMerge: a
+// timing experiment, bench/ variant fused_merge): after the item's partials are stored, the block
+// counts itself on its row tile's counter (p.ws_count, in the plan's workspace, zeroed by
+// decode() before the launch), and the block that counts last, whichever partition it computed,
+// merges the row tile's partials in partition order (merge_partials: the same bits as the merge
+// kernel) and writes the output, the LSE and the empty or invalid rows: one launch per decode
+// call. Every thread fences its partial stores before the count; the merging block reads the
+// partials past L1 (gpu::load_cross_block).
 template <int D, int kBlockThreads>
 __device__ void merge_if_last(const Params& p, MergeScratch& sh, const SeqCheck& seq, int64_t b,
                               int64_t kv_head, int32_t r0) {
@@ -836,7 +888,7 @@ __device__ void merge_if_last(const Params& p, MergeScratch& sh, const SeqCheck&
     const int64_t item = (b * p.num_kv_heads + kv_head) * p.row_tiles + row_tile;
     const uint32_t before = atomicAdd(p.ws_count + item, 1u);
     const uint32_t others = static_cast<uint32_t>(p.partitions - 1);
-    last = before == (PACTS_MUTANT(hip_merge_one_partition_early) ? others - 1 : others);
+    last = before == others;
   }
   __syncthreads();
   if (!last) return;

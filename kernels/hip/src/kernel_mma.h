@@ -64,13 +64,14 @@ struct MmaShape {
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
   static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
-  // A split plan's merge runs in the launch, in the block that finishes a row tile last
-  // (merge_if_last), where a block has the threads to read the partials in parallel: D 64 and
-  // 128. D 256 (one warp per block) launches the merge kernel after the tile kernel.
-#if defined(PACTS_EXPERIMENT_SEPARATE_MERGE)  // timing experiment only (bench/ variant)
-  static constexpr bool kFusedMerge = false;
-#else
+  // Timing experiment only (bench/ variant fused_merge, never gated): a split plan's merge in
+  // the tile kernel's launch, by the block that finishes a row tile last (merge_if_last), at D 64
+  // and 128. On the H200 it made batch 1 2.4x slower than the merge kernel
+  // (docs/kernel-design.md, "Where the time goes"); production launches merge_kernel.
+#if defined(PACTS_EXPERIMENT_FUSED_MERGE)
   static constexpr bool kFusedMerge = kWarps >= 4;
+#else
+  static constexpr bool kFusedMerge = false;
 #endif
   static constexpr int kKeys = 16;        // keys per warp tile: the K of P.V, two N-tiles of Q.K^T
   // bf16 kernel (kSplitV false): kStages stages of bf16 K and V tiles per warp, the next
@@ -143,7 +144,7 @@ struct MmaSmem {
   union {
     alignas(16) uint16_t buf[(kStagesBytes + (S::kQInRegisters ? 0 : kMaxRows * D * 2)) / 2];
     Final fin;
-    MergeScratch merge;  // the in-launch merge (kFusedMerge), after the item's own store
+    MergeScratch merge;  // the in-launch merge (kFusedMerge, an experiment), after the store
   } u;
   uint64_t bar[S::kWarps][S::kStages];  // bf16 kernel, bulk rows: one barrier per warp stage
   __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }

@@ -56,9 +56,9 @@ struct Params {
   float* ws_acc = nullptr;   // [E][D]
   float* ws_m = nullptr;     // [E]
   float* ws_l = nullptr;     // [E]
-  // A counter per (sequence, KV head, row tile), behind the partials: the tile blocks of a split
-  // item count themselves there and the last merges (src/kernel.h merge_if_last). Zeroed by
-  // decode() before every launch of a kernel that merges in-launch.
+  // A counter per (sequence, KV head, row tile), behind the partials, in the builds that merge
+  // in-launch (the bench/ variant fused_merge): the tile blocks of a split item count themselves
+  // there and the last merges (src/kernel.h merge_if_last). Zeroed by decode() before the launch.
   uint32_t* ws_count = nullptr;
   uint32_t* error_word = nullptr;
 };

@@ -52,10 +52,7 @@ struct DeviceInfo {
 //   float l[E]       after m              (sum of e^(s - m); 0 when the row has no key there)
 // E = B * Hkv * num_partitions * G * L. It must be aligned to 4 bytes. Its prior contents never
 // matter: the merge reads a partial only where the masks (context length, L, W) say the row has
-// keys in that partition, and every such partial is written by the same call. A GPU plan
-// (pacts/hip.h) adds, after l, one uint32_t counter per (sequence, KV head, row tile) for the
-// kernels that merge inside the tile kernel's launch; decode() zeroes them before the launch, so a
-// workspace must not be shared by two calls in flight, and its prior contents still never matter.
+// keys in that partition, and every such partial is written by the same call.
 struct Plan {
   pacts_problem problem{};       // the problem this plan was made for (validated)
   int32_t tile_keys = 0;         // keys per tile (the unit of masking and of P.V)
