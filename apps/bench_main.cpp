@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   namespace bench = pacts::bench;
   pacts::backends::register_all();
   CLI::App app{"pacts-bench: decode kernels timed behind the conformance gate"};
-  std::string backend = "host", set = "peers", csv, json, svg, baseline;
+  std::string backend = "host", set = "peers", shape, csv, json, svg, baseline;
   bench::Options o;
   uint64_t ceiling_mib = 0;
   double threshold = 5.0;
@@ -75,12 +75,21 @@ int main(int argc, char** argv) {
   app.add_option("--baseline", baseline, "compare with an earlier --json report");
   app.add_option("--threshold", threshold, "baseline: percent the median must move (default 5)");
   app.add_flag("--list", list, "print the set's shapes and exit");
+  app.add_option("--shape", shape,
+                 "time this one shape instead of a set: a label as the reports print it, e.g. "
+                 "\"B32 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16\" (with --partitions N: that split)");
   CLI11_PARSE(app, argc, argv);
   o.ceiling_bytes = ceiling_mib << 20;
   o.unsafe = !no_unsafe;
   o.suite_version = PACTS_SUITE_VERSION;
 
-  const pacts::spec::Result<std::vector<bench::Shape>> shapes = bench::shape_set(set);
+  if (!shape.empty()) set = "shape";
+  const pacts::spec::Result<std::vector<bench::Shape>> shapes = [&]() {
+    if (shape.empty()) return bench::shape_set(set);
+    const pacts::spec::Result<bench::Shape> one = bench::parse_shape(shape);
+    if (!one) return pacts::spec::Result<std::vector<bench::Shape>>(one.status());
+    return pacts::spec::Result<std::vector<bench::Shape>>(std::vector<bench::Shape>{one.value()});
+  }();
   if (!shapes) {
     std::fprintf(stderr, "pacts-bench: %s\n", shapes.status().to_string().c_str());
     return 1;
@@ -116,7 +125,7 @@ int main(int argc, char** argv) {
     before = std::move(parsed).value();
   }
 
-  const pacts::spec::Result<bench::Report> run = bench::run_set(set, target.value(), o);
+  const pacts::spec::Result<bench::Report> run = bench::run_shapes(set, shapes.value(), target.value(), o);
   if (!run) {
     std::fprintf(stderr, "pacts-bench: %s\n", run.status().to_string().c_str());
     return 1;

@@ -37,11 +37,15 @@ grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$OUT/racecheck.log" | h
 step initcheck "$SAN_LIMIT" compute-sanitizer --tool initcheck --error-exitcode 9 \
   "$CONF" --backend hip --cases "$SAN" --gtest_filter='-*DEV_2*' --case-dir "$OUT/failures/ic"
 grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/initcheck.log" | head -5
-# Speed of the timing helper on seven shapes of the peers' grid: bf16, D 128, Hkv 8, median of 30.
-BENCH=$(find "$B" -name pacts-bench-hip -type f | head -1)
+# Seven shapes of the peers' grid, one pacts-bench run each (behind the gate): bf16, D 128, Hkv 8.
+BENCH=$(find "$B" -name pacts-bench -type f | head -1)
 if [ -n "$BENCH" ]; then
-  echo "== pacts-bench-hip (B ctx G page)"
-  for a in '32 16384 8 64' '32 16384 8 16' '32 16384 1 64' '128 16384 8 64' '8 16384 8 64' \
-           '1 16384 8 64' '32 4096 8 64'; do timeout 60 "$BENCH" $a 30; done 2>&1 | tee "$OUT/bench.log"
+  echo "== pacts-bench, one shape each"
+  for s in 'B32 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16' 'B32 ctx16384 L1 Hq64 Hkv8 D128 p16 bf16' \
+           'B32 ctx16384 L1 Hq8 Hkv8 D128 p64 bf16' 'B128 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16' \
+           'B8 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16' 'B1 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16' \
+           'B32 ctx4096 L1 Hq64 Hkv8 D128 p64 bf16'; do
+    timeout 60 "$BENCH" --backend hip --gate-cases 1 --no-unsafe --shape "$s" | grep -E '^B[0-9]'
+  done 2>&1 | tee "$OUT/bench.log"
 fi
 tar czf "$OUT/failures.tgz" -C "$OUT" failures 2>/dev/null

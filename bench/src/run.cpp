@@ -234,15 +234,33 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
   return report;
 }
 
-spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options) {
-  if (spec::Status s = check_options(target, options); !s) return s;
-  // By name from the registry ("hip:1+v_tail_leak" is GPU 1 with a planted fault): the backends
-  // are those the program registered.
+namespace {
+
+// By name from the registry ("hip:1+v_tail_leak" is GPU 1 with a planted fault): the backends
+// are those the program registered.
+spec::Result<std::unique_ptr<conformance::Backend>> backend_of(const Target& target) {
   std::unique_ptr<conformance::Backend> backend = conformance::make_backend(target.backend);
   if (!backend)
     return spec::not_supported("backend " + target.backend + ": not available in this build" +
                                (target.kind == "hip" ? " or no such GPU" : ""));
-  return run_set(set, target, *backend, options);
+  return backend;
+}
+
+}  // namespace
+
+spec::Result<Report> run_set(std::string_view set, const Target& target, const Options& options) {
+  if (spec::Status s = check_options(target, options); !s) return s;
+  spec::Result<std::unique_ptr<conformance::Backend>> backend = backend_of(target);
+  if (!backend) return backend.status();
+  return run_set(set, target, *backend.value(), options);
+}
+
+spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
+                                const Target& target, const Options& options) {
+  if (spec::Status s = check_options(target, options); !s) return s;
+  spec::Result<std::unique_ptr<conformance::Backend>> backend = backend_of(target);
+  if (!backend) return backend.status();
+  return run_shapes(set, std::move(shapes), target, *backend.value(), options);
 }
 
 }  // namespace pacts::bench

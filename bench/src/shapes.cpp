@@ -8,6 +8,7 @@
 #include <pacts/spec/validate.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -215,6 +216,93 @@ std::string Shape::series() const {
 }
 
 std::vector<std::string> set_names() { return {"peers", "models", "grid", "formats"}; }
+
+spec::Result<Shape> parse_shape(std::string_view label) {
+  if (const size_t colon = label.find(": "); colon != std::string_view::npos)
+    label.remove_prefix(colon + 2);  // a model's name
+  Shape s;
+  s.set = "shape";
+  const auto bad = [&](std::string_view word, const std::string& why) {
+    return spec::invalid_argument("shape '" + std::string(label) + "': '" + std::string(word) +
+                                  "' " + why);
+  };
+  // The numbered words, as Shape::label writes them ("Hkv" before "Hq" is not needed: neither is
+  // a prefix of the other).
+  struct Numbered {
+    std::string_view prefix;
+    int32_t* field;
+    bool seen;
+  };
+  Numbered numbered[] = {{"ctx", &s.context, false},   {"Hkv", &s.num_kv_heads, false},
+                         {"Hq", &s.num_q_heads, false}, {"B", &s.batch, false},
+                         {"L", &s.q_len, false},        {"D", &s.head_dim, false},
+                         {"p", &s.page_size, false},    {"W", &s.window, false}};
+  bool format_seen = false, layout_seen = false;
+  size_t at = 0;
+  while (at < label.size()) {
+    const size_t end = std::min(label.find(' ', at), label.size());
+    const std::string_view word = label.substr(at, end - at);
+    at = end + 1;
+    if (word.empty()) continue;
+    if (word == "sinks" || word == "ragged") {
+      bool& flag = word == "sinks" ? s.sinks : s.ragged;
+      if (flag) return bad(word, "is given twice");
+      flag = true;
+      continue;
+    }
+    if (word == "nhd" || word == "vllm") {
+      if (layout_seen) return bad(word, "is a second layout");
+      layout_seen = true;
+      s.layout = word == "vllm" ? KvLayout::kVllm : KvLayout::kNhd;
+      continue;
+    }
+    Numbered* n = nullptr;
+    for (Numbered& c : numbered)
+      if (word.size() > c.prefix.size() && word.substr(0, c.prefix.size()) == c.prefix &&
+          word[c.prefix.size()] >= '0' && word[c.prefix.size()] <= '9') {
+        n = &c;
+        break;
+      }
+    if (n != nullptr) {
+      const std::string_view digits = word.substr(n->prefix.size());
+      int32_t v = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec != std::errc{} || ptr != digits.data() + digits.size() || v < 1)
+        return bad(word, "is not " + std::string(n->prefix) + " and a number from 1 to 2^31 - 1");
+      if (n->seen) return bad(word, "is given twice");
+      n->seen = true;
+      *n->field = v;
+      continue;
+    }
+    // The KV format, with its scale mode: "bf16", "e4m3fn/tensor", "e4m3fnuz/token".
+    const size_t slash = word.find('/');
+    const std::string_view name = word.substr(0, slash);
+    const std::string_view scale = slash == std::string_view::npos ? "" : word.substr(slash + 1);
+    bool known = false;
+    for (int f = 0; f < 64 && !known; ++f) {
+      const auto format = static_cast<pacts_format>(f);
+      if (spec::format_name(format) != name || name == "invalid") continue;
+      known = true;
+      s.kv_format = format;
+    }
+    if (!known || (!scale.empty() && scale != "tensor" && scale != "token"))
+      return bad(word, "is none of B<n> ctx<n> L<n> Hq<n> Hkv<n> D<n> p<n> W<n>, a KV format "
+                       "with /tensor or /token or neither, sinks, ragged, nhd, vllm");
+    if (format_seen) return bad(word, "is a second format");
+    format_seen = true;
+    s.kv_scale_mode = scale == "tensor"  ? PACTS_SCALE_PER_TENSOR
+                      : scale == "token" ? PACTS_SCALE_PER_TOKEN
+                      : s.kv_format == PACTS_FORMAT_E2M1 ? PACTS_SCALE_MX_BLOCK
+                                                         : PACTS_SCALE_NONE;
+  }
+  for (const Numbered& c : numbered)
+    if (!c.seen && c.prefix != "W")
+      return spec::invalid_argument("shape '" + std::string(label) + "': no " +
+                                    std::string(c.prefix) + "<n>");
+  if (!format_seen)
+    return spec::invalid_argument("shape '" + std::string(label) + "': no KV format");
+  return s;
+}
 
 spec::Result<std::vector<Shape>> shape_set(std::string_view name) {
   if (name == "peers") return peers();

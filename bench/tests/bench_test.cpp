@@ -820,6 +820,66 @@ TEST(Command, ForcedPartitionsReachThePlan) {
   }
 }
 
+// --shape: a label as the reports print it names one shape; parse_shape gives back every field
+// of every set's shapes from their labels (the model's name aside), and refuses what is not a
+// shape, naming the word.
+TEST(ShapeSets, EveryLabelParsesBackToItsShape) {
+  int shapes = 0;
+  for (const std::string& set : set_names()) {
+    const auto all = shape_set(set);
+    ASSERT_TRUE(all) << set;
+    for (const Shape& want : all.value()) {
+      const auto got = parse_shape(want.label());
+      ASSERT_TRUE(got) << want.label() << ": " << got.status().to_string();
+      const Shape& g = got.value();
+      EXPECT_EQ(g.set, "shape");
+      EXPECT_EQ(std::tie(g.batch, g.context, g.q_len, g.num_q_heads, g.num_kv_heads, g.head_dim,
+                         g.page_size, g.kv_format, g.kv_scale_mode, g.layout, g.sinks, g.window,
+                         g.ragged),
+                std::tie(want.batch, want.context, want.q_len, want.num_q_heads,
+                         want.num_kv_heads, want.head_dim, want.page_size, want.kv_format,
+                         want.kv_scale_mode, want.layout, want.sinks, want.window, want.ragged))
+          << want.label();
+      ++shapes;
+    }
+  }
+  EXPECT_GT(shapes, 300);
+  for (const auto& [label, word] : std::vector<std::pair<std::string, std::string>>{
+           {"B32 ctx16384 L1 Hq64 Hkv8 D128 p64 bf17", "bf17"},
+           {"B32 ctx16384 L1 Hq64 Hkv8 D128 p64 e4m3fn/block", "e4m3fn/block"},
+           {"B0 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16", "B0"},
+           {"B32 B8 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16", "B8"},
+           {"B32 ctx99999999999 L1 Hq64 Hkv8 D128 p64 bf16", "ctx99999999999"},
+           {"B32 ctx16384 L1 Hq64 Hkv8 D128 bf16", "p<n>"},
+           {"B32 ctx16384 L1 Hq64 Hkv8 D128 p64", "KV format"}}) {
+    const auto r = parse_shape(label);
+    ASSERT_FALSE(r) << label;
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument) << label;
+    EXPECT_NE(r.status().message().find(word), std::string::npos) << r.status().to_string();
+  }
+}
+
+TEST(Command, OneShapeIsTimedBehindTheGate) {
+  const std::filesystem::path dir = fresh_dir("one_shape");
+  const std::string json = (dir / "r.json").string();
+  const Command c = run_bench("--backend host --shape \"B2 ctx300 L1 Hq8 Hkv2 D64 p16 fp16\" "
+                              "--gate-cases 1 --repeats 1 --warmup 0 --threads 2 --ceiling-mib 8 "
+                              "--partitions 3 --json " + json + " --case-dir " +
+                                  (dir / "failures").string(),
+                              dir);
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  const auto report = from_json(read(json));
+  ASSERT_TRUE(report) << report.status().to_string();
+  EXPECT_TRUE(report.value().gate.passed);
+  EXPECT_EQ(report.value().set, "shape");
+  ASSERT_EQ(report.value().rows.size(), 1u);
+  EXPECT_EQ(report.value().rows[0].shape.label(), "B2 ctx300 L1 Hq8 Hkv2 D64 p16 fp16");
+  EXPECT_NE(report.value().rows[0].plan.find(" x3"), std::string::npos) << report.value().rows[0].plan;
+  const Command bad = run_bench("--backend host --shape \"B2 ctx300 Hq8\" --gate-cases 1", dir);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("no Hkv<n>"), std::string::npos) << bad.err;
+}
+
 TEST(Options, BadValuesAreRefusedByName) {
   const std::filesystem::path dir = fresh_dir("options");
   const auto host = parse_target("host");

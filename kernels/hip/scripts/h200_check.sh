@@ -1,7 +1,7 @@
 #!/bin/bash
 # Conformance of the "hip" backend on a GPU node (an H200), the timing helper, and the conformance
 # binary under compute-sanitizer, in one run. Run from the repository root with the build folder in
-# $1 (pacts-conformance, pacts-bench-hip, libpacts_kernels_hip.so); logs go to $OUT.
+# $1 (pacts-conformance, pacts-bench, libpacts_kernels_hip.so); logs go to $OUT.
 #   kernels/hip/scripts/h200_check.sh .hipbuild [cases] [sanitizer_cases] [tools]
 # tools: which compute-sanitizer runs (default "memcheck racecheck initcheck"). The conformance
 # step gets 420 s: 300 cases per property take more than 270 s on an H200.
@@ -15,7 +15,8 @@ step conformance 420 "$B/pacts-conformance" --backend hip --cases "$CASES" --cas
 grep -E " cases, |FAILED|QualityWarning" "$OUT/conformance.log" | sed 's/^/   /' | cut -c1-220
 # Seven shapes of the peers' grid, then forced partition counts (the automatic split's choice
 # against its neighbours).
-step bench 100 bash -c "for a in '32 16384 8 64' '32 16384 8 64' '32 16384 8 16' '32 16384 1 64' '128 16384 8 64' '8 16384 8 64' '1 16384 8 64' '32 4096 8 64' '32 16384 8 64 30 1' '32 16384 8 64 30 3' '32 16384 8 64 30 4' '8 16384 8 64 30 4' '128 16384 8 64 30 2'; do $B/pacts-bench-hip \$a; done"
+# Each as one pacts-bench shape (behind the gate): "B ctx Hq page [partitions]", D 128, Hkv 8.
+step bench 240 bash -c "for a in '32 16384 64 64' '32 16384 64 16' '32 16384 8 64' '128 16384 64 64' '8 16384 64 64' '1 16384 64 64' '32 4096 64 64' '32 16384 64 64 1' '32 16384 64 64 3' '32 16384 64 64 4' '8 16384 64 64 4' '128 16384 64 64 2'; do set -- \$a; $B/pacts-bench --backend hip --gate-cases 1 --no-unsafe --shape \"B\$1 ctx\$2 L1 Hq\$3 Hkv8 D128 p\$4 bf16\" --partitions \${5:-0} | grep -E '^B[0-9]'; done"
 cat "$OUT/bench.log"
 has() { [[ " $TOOLS " == *" $1 "* ]]; }
 has memcheck && step memcheck 150 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$B/pacts-conformance" --backend hip --cases "$SAN" --case-dir /tmp/failures-mc

@@ -67,6 +67,14 @@ struct Shape {
 
 std::vector<std::string> set_names();  // "peers", "models", "grid", "formats"
 
+// The shape a label names (Shape::label's words, in any order: "B32 ctx16384 L1 Hq64 Hkv8 D128
+// p64 bf16", "... e4m3fn/tensor sinks W128 ragged vllm"; a model's "Name: " prefix is dropped),
+// for timing one shape of your own (pacts-bench --shape). Every field must be given but the
+// optional words; the result's set is "shape". A word that is not one of them, a number out of
+// range or a missing field is InvalidArgument naming it. parse_shape(s.label()) gives back s's
+// fields for every shape of every set.
+spec::Result<Shape> parse_shape(std::string_view label);
+
 // The shapes of a set, in a fixed order. An unknown name is InvalidArgument naming it and the
 // accepted names.
 spec::Result<std::vector<Shape>> shape_set(std::string_view name);
@@ -220,6 +228,9 @@ std::vector<Shape> select_shapes(std::vector<Shape> shapes, const Options& optio
 spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
                                 const Target& target, conformance::Backend& backend,
                                 const Options& options);
+// The same with the backend made from target.backend.
+spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
+                                const Target& target, const Options& options);
 
 // ---- Reports ------------------------------------------------------------------------------
 
