@@ -42,7 +42,8 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
                         bool batch_invariant) {
   if (!device.is_host)
     return spec::not_supported("device " + device.name +
-                               ": only the host kernels are built (kernels/hip/ comes next)");
+                               ": pacts::kernels::plan() plans the host kernels; a GPU takes "
+                               "pacts::kernels::hip::plan() (pacts/hip.h)");
   if (spec::Status s = spec::validate_problem(problem, config::host_requirements()); !s) return s;
   if (fixed_partition_size < 0 || fixed_partitions < 0 ||
       (fixed_partition_size > 0 && fixed_partitions > 0))
