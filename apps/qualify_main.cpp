@@ -257,7 +257,8 @@ int main(int argc, char** argv) {
   app.add_option("--cases", settings.run.cases, "generated cases per property")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--backend", backends,
-                 "backends to qualify by name (default: host, and hip in GPU builds)");
+                 "backends to qualify by name (default: host, and hip in GPU builds; none: only "
+                 "the --backend-lib plugins)");
   app.add_option("--backend-lib", libraries,
                  "also qualify the external backend in this shared library (pacts/backend_abi.h)");
   app.add_option("--property", settings.only, "only these property IDs (default: the whole catalogue)");
@@ -339,6 +340,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& name : backends) {
+    if (name == "none") continue;  // only the plugins
     std::unique_ptr<pc::Backend> backend = pc::make_backend(name);
     if (backend) {
       // Named GPUs ("hip", "hip:N") are bench targets too.
