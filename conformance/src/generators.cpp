@@ -85,10 +85,21 @@ uint32_t fp32_bits(float x) {
   return u;
 }
 
-pacts_scale_mode pick_scale_mode(pacts_format kv) {
+pacts_scale_mode pick_scale_mode(pacts_format kv, const GenLimits& lim) {
   if (kv == PACTS_FORMAT_E2M1) return PACTS_SCALE_MX_BLOCK;
-  if (is_16bit(kv)) return pick<pacts_scale_mode>({PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR});
-  return pick<pacts_scale_mode>({PACTS_SCALE_PER_TENSOR, PACTS_SCALE_NONE, PACTS_SCALE_PER_TOKEN});
+  if (is_16bit(kv))
+    return pick<pacts_scale_mode>(
+        allowed_of<pacts_scale_mode>({PACTS_SCALE_NONE, PACTS_SCALE_PER_TENSOR}, lim.scale_modes));
+  return pick<pacts_scale_mode>(allowed_of<pacts_scale_mode>(
+      {PACTS_SCALE_PER_TENSOR, PACTS_SCALE_NONE, PACTS_SCALE_PER_TOKEN}, lim.scale_modes));
+}
+
+// The items of `all` within [lo, hi]; `all` when none is (NotSupported cases, as above).
+std::vector<int32_t> within(const std::vector<int32_t>& all, int32_t lo, int32_t hi) {
+  std::vector<int32_t> kept;
+  for (int32_t x : all)
+    if (x >= lo && x <= hi) kept.push_back(x);
+  return kept.empty() ? all : kept;
 }
 
 int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
@@ -176,11 +187,13 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     s.q_len = std::max(lim.min_q_len, l_kind == 0   ? 1
                                       : l_kind == 1 ? *gen::inRange<int32_t>(2, 5)
                                                     : *gen::inRange<int32_t>(5, 17));
+    if (lim.max_q_len >= lim.min_q_len) s.q_len = std::min(s.q_len, lim.max_q_len);
     s.num_kv_heads = *gen::inRange<int32_t>(1, 5);
-    const int32_t group = pick<int32_t>({1, 2, 4, 8, 16, 3, 5, 7, 32});
+    const int32_t group = pick<int32_t>(within({1, 2, 4, 8, 16, 3, 5, 7, 32}, 1, lim.max_group));
     s.num_q_heads = std::min(s.num_kv_heads * group, 128 / s.num_kv_heads * s.num_kv_heads);
     s.head_dim = pick<int32_t>(allowed_of<int32_t>({64, 128, 256}, lim.head_dims));
-    s.page_size = pick<int32_t>({8, 16, 32, 64, 128, 256});
+    s.page_size = pick<int32_t>(
+        within({8, 16, 32, 64, 128, 256}, lim.min_page_size, lim.max_page_size));
     s.kv_format = pick<pacts_format>(allowed_of<pacts_format>(
         {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_E4M3FN, PACTS_FORMAT_E4M3FNUZ,
          PACTS_FORMAT_E5M2, PACTS_FORMAT_E5M2FNUZ, PACTS_FORMAT_E2M1},
@@ -191,8 +204,8 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
         lim.q_formats));
     s.out_format = pick<pacts_format>(allowed_of<pacts_format>(
         {PACTS_FORMAT_BF16, PACTS_FORMAT_FP16, PACTS_FORMAT_FP32}, lim.out_formats));
-    s.k_scale_mode = pick_scale_mode(s.kv_format);
-    s.v_scale_mode = pick_scale_mode(s.kv_format);
+    s.k_scale_mode = pick_scale_mode(s.kv_format, lim);
+    s.v_scale_mode = pick_scale_mode(s.kv_format, lim);
     s.nibble_order = pick<pacts_nibble_order>({PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST});
     if (lim.chunked_layouts) {
       s.k_layout = pick<PoolLayout>({PoolLayout::kNHD, PoolLayout::kHND, PoolLayout::kXPackedK,
@@ -212,7 +225,7 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     for (int32_t b = 0; b < s.batch; ++b) s.contexts.push_back(pick_context(s, lim));
     // Options.
     s.sinks = lim.allow_sinks && pick_weighted<bool>({{3, false}, {1, true}});
-    s.lse = pick_weighted<bool>({{1, true}, {1, false}});
+    s.lse = pick_weighted<bool>({{1, true}, {1, false}}) && lim.allow_lse;
     if (lim.allow_softcap && pick_weighted<bool>({{4, false}, {1, true}}))
       s.softcap = static_cast<float>(pick<int32_t>({30, 1, 5, 50}));
     if (lim.allow_window && pick_weighted<bool>({{3, false}, {1, true}})) {
@@ -259,8 +272,17 @@ GenLimits restrict_to_capabilities(GenLimits lim, const Capabilities& caps) {
   lim.q_formats = caps.q_formats;
   lim.kv_formats = caps.kv_formats;
   lim.out_formats = caps.out_formats;
+  lim.scale_modes = caps.scale_modes;
   lim.head_dims = caps.head_dims;
   lim.chunked_layouts = caps.chunked_layouts;
+  lim.max_q_len = caps.max_q_len;
+  lim.max_group = caps.max_group;
+  lim.min_page_size = caps.min_page_size;
+  lim.max_page_size = caps.max_page_size;
+  lim.allow_sinks = lim.allow_sinks && caps.sinks;
+  lim.allow_window = lim.allow_window && caps.window;
+  lim.allow_softcap = lim.allow_softcap && caps.softcap;
+  lim.allow_lse = caps.lse;
   return lim;
 }
 

@@ -148,6 +148,46 @@ TEST(Generators, FollowCapabilities) {
   EXPECT_GT(outside, 30);
 }
 
+// A backend as narrow as a peer decode kernel (one query token, no sinks, no scales, groups up
+// to 8, pages 16 to 64, no LSE): every generated case is inside its capabilities, so its runs
+// are judged rather than NotSupported. Without the shape limits of restrict_to_capabilities
+// (L, G, pages, scale modes, options) most of these cases would be outside.
+TEST(Generators, FollowShapeLimitsAndOptions) {
+  Capabilities narrow = Capabilities::everything();
+  narrow.q_formats = {PACTS_FORMAT_BF16};
+  narrow.kv_formats = {PACTS_FORMAT_BF16, PACTS_FORMAT_E4M3FN};
+  narrow.out_formats = {PACTS_FORMAT_BF16};
+  narrow.scale_modes = {PACTS_SCALE_NONE};
+  narrow.max_q_len = 1;
+  narrow.max_group = 8;
+  narrow.min_page_size = 16;
+  narrow.max_page_size = 64;
+  narrow.sinks = false;
+  narrow.softcap = false;
+  narrow.lse = false;
+  narrow.chunked_layouts = false;
+  const GenLimits lim = restrict_to_capabilities(GenLimits{}, narrow);
+  GenLimits wants_l2;  // a property that needs L > 1 meets NotSupported, as before
+  wants_l2.min_q_len = 2;
+  wants_l2 = restrict_to_capabilities(wants_l2, narrow);
+  GenLimits opted_out;
+  opted_out.follow_capabilities = false;
+  opted_out = restrict_to_capabilities(opted_out, narrow);
+  int outside = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const CaseSpec c = gen_case(lim)(rc::Random(seed), 50).value();
+    const spec::Status s = check_capabilities(narrow, c.build().problem);
+    EXPECT_TRUE(s.is_ok()) << describe(c) << ": " << s.message();
+    EXPECT_FALSE(c.shape.lse) << describe(c);
+    EXPECT_GE(gen_case(wants_l2)(rc::Random(seed), 50).value().shape.q_len, 2);
+    outside += check_capabilities(narrow, gen_case(opted_out)(rc::Random(seed), 50).value().build().problem)
+                       .is_ok()
+                   ? 0
+                   : 1;
+  }
+  EXPECT_GT(outside, 150);
+}
+
 }  // namespace
 }  // namespace pacts::conformance
 

@@ -36,6 +36,7 @@ using pacts::gpu::hipFuncSetMaxDynamicSharedBytes;
 #endif
 
 #include <string>
+#include <utility>
 
 namespace pacts::gpu {
 // A load of global memory that another block of the same launch wrote (the tile kernel that
@@ -49,10 +50,62 @@ __device__ inline T load_cross_block(const T* at) {
   return *at;
 #endif
 }
+
+// A hint that the line holding `at` will be read soon: fetched into L2 without waiting for it
+// (sm_90 prefetch.global.L2; nothing elsewhere). Only for addresses inside a declared view: a
+// prefetch reads like a load.
+template <class T>
+__device__ inline void prefetch_l2(const T* at) {
+#if PACTS_HIP_MATRIX_UNIT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
+#else
+  (void)at;
+#endif
+}
+
+// Programmatic dependent launch (sm_90): a kernel launched with launch_dependent (below) may
+// start before the kernel ahead of it in the stream has finished, once every block of that one
+// has called allow_dependents() or exited; it must call wait_for_prior_grid() before it reads
+// anything the earlier kernel writes (that wait returns when the earlier grid has completed and
+// its writes are visible). Both are no-ops where there is no such launch (AMD), and
+// wait_for_prior_grid() returns at once after an ordinary launch.
+__device__ inline void allow_dependents() {
+#if PACTS_HIP_MATRIX_UNIT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ inline void wait_for_prior_grid() {
+#if PACTS_HIP_MATRIX_UNIT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 }  // namespace pacts::gpu
 
 #if !defined(PACTS_AMD_DEVICE_CHECK)
 namespace pacts::gpu {
+
+// Launches `kernel` as a programmatic dependent of the stream's previous kernel (above) on
+// NVIDIA; an ordinary launch elsewhere.
+template <class... Params, class... Args>
+inline hipError_t launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                   hipStream_t stream, Args&&... args) {
+#if PACTS_HIP_MATRIX_UNIT
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+#else
+  hipLaunchKernelGGL(kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+  return hipGetLastError();
+#endif
+}
 
 // "hipMalloc(out): out of memory": the call and the runtime's words, for a DeviceError status.
 inline std::string describe(const char* what, hipError_t e) {

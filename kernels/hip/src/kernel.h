@@ -167,6 +167,37 @@ __device__ inline SeqCheck check_sequence(const Params& p, int64_t b) {
   return s;
 }
 
+// A timing experiment (bench/ variant prefetch; measured, not taken: docs/kernel-design.md).
+// The first reads of a tile block depend on one another (the context length, then the
+// block-table entries it makes owned, then the query rows, then the K and V rows those entries
+// name), and at batch 1 each would wait on DRAM in turn. This asks L2 for the first three at
+// once before any is read: the context length, the block-table columns of the item's partition
+// (all M columns when unsplit, at most 32 lines) and the item's query rows. Only addresses
+// inside their views (columns below M, rows of the item); nothing is used as an address.
+__device__ inline void prefetch_prologue(const Params& p, int64_t b, int64_t kv_head, int64_t z,
+                                         int32_t r0, int32_t rows, bool direct) {
+  const int t = threadIdx.x, n = blockDim.x;
+  if (t == 0) gpu::prefetch_l2(p.context_lens + b);
+  int64_t c0 = 0, c1 = p.max_pages_per_seq;  // columns [c0, c1)
+  if (!direct) {
+    c0 = min(c1, z * p.partition_size / p.page_size);
+    c1 = min(c1, ((z + 1) * p.partition_size + p.page_size - 1) / p.page_size);
+  }
+  constexpr int kPerLine = 32;  // int32 entries per 128-byte line
+  const int32_t* const row = p.block_table + b * p.block_table_stride;
+  for (int64_t c = c0 + int64_t{t} * kPerLine; c < c1 && c < c0 + int64_t{n} * kPerLine;
+       c += int64_t{n} * kPerLine)
+    gpu::prefetch_l2(row + c);
+  const int esz = p.q_format == PACTS_FORMAT_BF16 || p.q_format == PACTS_FORMAT_FP16 ? 2 : 1;
+  const int lines = (p.head_dim * esz + 127) / 128;
+  for (int x = t; x < rows * lines; x += n) {
+    const int r = x / lines;
+    const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
+    const int64_t at = b * p.q_layout.s_batch + i * p.q_layout.s_tok + h * p.q_layout.s_head;
+    gpu::prefetch_l2(p.q + at * esz + int64_t{x % lines} * 128);
+  }
+}
+
 __device__ inline void store_out(const Params& p, int64_t element, uint32_t code) {
   if (p.out_format == PACTS_FORMAT_FP32) {
     reinterpret_cast<uint32_t*>(p.out)[element] = code;
@@ -911,6 +942,9 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
   const int64_t kv_head = item % p.num_kv_heads;
   const int64_t b = item / p.num_kv_heads;
   const SeqCheck seq = check_sequence(p, b);
+#if defined(PACTS_EXPERIMENT_PDL)  // bench/ variant pdl: launched as a programmatic dependent
+  gpu::wait_for_prior_grid();      // the check reads inputs only; the partials after the wait
+#endif
   merge_partials<D, kThreads, 1, 8, false>(p, sh, seq, b, kv_head, row_tile, slice * kThreads);
 }
 

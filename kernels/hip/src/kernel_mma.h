@@ -491,6 +491,14 @@ split_kv_mma_kernel(const Params p) {
   const int t = threadIdx.x, warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
   const int g = lane / 4, q4 = lane % 4;  // fragment row and column pair (matrix_nvidia.h)
 
+#if defined(PACTS_EXPERIMENT_PDL)  // timing experiments only (bench/ variants pdl, prefetch)
+  // The merge kernel of a split plan may be launched now (decode_hip.cpp: a programmatic
+  // dependent launch); it waits for this grid before it reads a partial.
+  gpu::allow_dependents();
+#endif
+#if defined(PACTS_EXPERIMENT_PREFETCH)
+  prefetch_prologue(p, b, kv_head, z, r0, rows, direct);
+#endif
   const SeqCheck seq = check_sequence(p, b);
   if (seq.error != 0) {
     if (!direct) {  // the merge of this row tile writes the NaN rows and reports

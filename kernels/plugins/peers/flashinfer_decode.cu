@@ -4,8 +4,9 @@
 // checkout that this repository does not hold (-DPACTS_PEER_FLASHINFER_DIR, docs/qualifications.md).
 //
 // The adapter translates and never corrects: it converts pacts' block table into FlashInfer's page
-// list (spec/operator.md §12), its window into window_left and its LSE from base 2, runs
-// FlashInfer's own planner and kernels, and copies the results back. What FlashInfer cannot take
+// list (spec/operator.md §12), its window into window_left and its LSE from base 2, copies a V
+// pool whose strides differ from K's into K's layout (FlashInfer addresses V through K's strides),
+// runs FlashInfer's own planner and kernels, and copies the results back. What FlashInfer cannot take
 // it refuses with NotSupported; what FlashInfer does with an input is what pacts judges.
 //
 // One exception keeps a run alive: FlashInfer checks no device-resident input (spec/contract.md
@@ -144,7 +145,7 @@ cudaError_t launch(pacts_backend_instance& self, Call& c, pacts_backend_result& 
   if (status != cudaSuccess) return status;
   // FlashInfer's NHD stride order: page, token, head (the last dim contiguous).
   const int64_t k_strides[3] = {p.k_layout.s_page, p.k_layout.s_tok, p.k_layout.s_head};
-  const int64_t v_strides[3] = {p.v_layout.s_page, p.v_layout.s_tok, p.v_layout.s_head};
+  const int64_t* const v_strides = k_strides;  // V in K's layout (run, v_in_k_layout)
   flashinfer::paged_kv_t<KV, IdType> kv(
       static_cast<uint32_t>(p.num_kv_heads), static_cast<uint32_t>(p.page_size), D, batch,
       flashinfer::QKVLayout::kNHD, static_cast<KV*>(self.k.ptr), static_cast<KV*>(self.v.ptr),
@@ -320,14 +321,30 @@ std::string unsupported(const pacts_problem& p) {
     if (!u32(l->s_page) || !u32(l->s_tok) || !u32(l->s_head))
       return "pool strides (" + std::to_string(l->s_page) + ", " + std::to_string(l->s_head) +
              ", " + std::to_string(l->s_tok) + "): FlashInfer's page strides are 32-bit";
-  if (p.k_layout.s_page != p.v_layout.s_page || p.k_layout.s_head != p.v_layout.s_head ||
-      p.k_layout.s_tok != p.v_layout.s_tok)
-    return "v_layout strides (" + std::to_string(p.v_layout.s_page) + ", " +
-           std::to_string(p.v_layout.s_head) + ", " + std::to_string(p.v_layout.s_tok) +
-           ") differ from k_layout's (" + std::to_string(p.k_layout.s_page) + ", " +
-           std::to_string(p.k_layout.s_head) + ", " + std::to_string(p.k_layout.s_tok) +
-           "): FlashInfer's batch decode requires identical K and V strides";
   return "";
+}
+
+bool same_strides(const pacts_pool_layout& a, const pacts_pool_layout& b) {
+  return a.s_page == b.s_page && a.s_head == b.s_head && a.s_tok == b.s_tok;
+}
+
+// FlashInfer's decode addresses V through K's strides (decode.cuh takes one offset for both; its
+// Python binding refuses K and V strides that differ). A V pool in another layout is therefore
+// copied into K's layout, as an integrator would have to: every element (page, head, slot, dim)
+// is carried, the unowned ones with their bytes, and the copy's bytes that no element reaches are
+// filled with `poison`. The copy spans K's extent (the same shape and element size).
+std::vector<uint8_t> v_in_k_layout(const pacts_problem& p, const pacts_buffers& b, int poison) {
+  const size_t esz = p.kv_format == PACTS_FORMAT_BF16 ? 2 : 1;
+  std::vector<uint8_t> out(pacts::spec::required_extents(p).k, static_cast<uint8_t>(poison));
+  const auto* src = static_cast<const uint8_t*>(b.v.data);
+  for (int64_t pg = 0; pg < p.num_pages; ++pg)
+    for (int64_t h = 0; h < p.num_kv_heads; ++h)
+      for (int64_t t = 0; t < p.page_size; ++t) {
+        const int64_t from = pg * p.v_layout.s_page + h * p.v_layout.s_head + t * p.v_layout.s_tok;
+        const int64_t to = pg * p.k_layout.s_page + h * p.k_layout.s_head + t * p.k_layout.s_tok;
+        std::memcpy(out.data() + to * esz, src + from * esz, size_t(p.head_dim) * esz);
+      }
+  return out;
 }
 
 void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts_buffers* buffers,
@@ -430,7 +447,15 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     const cudaStream_t st = self->stream;
     step(cudaMemcpyAsync(self->q.ptr, b.q.data, b.q.bytes, cudaMemcpyHostToDevice, st));
     step(cudaMemcpyAsync(self->k.ptr, b.k.data, b.k.bytes, cudaMemcpyHostToDevice, st));
-    step(cudaMemcpyAsync(self->v.ptr, b.v.data, b.v.bytes, cudaMemcpyHostToDevice, st));
+    const int poison = (self->runs++ % 2 == 0) ? 0xFF : 0x7E;
+    std::vector<uint8_t> v_copy;
+    if (same_strides(p.k_layout, p.v_layout)) {
+      step(cudaMemcpyAsync(self->v.ptr, b.v.data, b.v.bytes, cudaMemcpyHostToDevice, st));
+    } else {
+      v_copy = v_in_k_layout(p, b, poison);
+      step(self->v.reserve(v_copy.size()));
+      step(cudaMemcpyAsync(self->v.ptr, v_copy.data(), v_copy.size(), cudaMemcpyHostToDevice, st));
+    }
     step(cudaMemcpyAsync(self->indptr.ptr, c.indptr.data(), c.indptr.size() * 4,
                          cudaMemcpyHostToDevice, st));
     if (!c.indices.empty())
@@ -440,7 +465,6 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
                          cudaMemcpyHostToDevice, st));
     // Poison what FlashInfer should overwrite, alternating between runs (backend_abi.h): the
     // output and LSE staging (NaN bytes, or a large finite value) and the split workspace.
-    const int poison = (self->runs++ % 2 == 0) ? 0xFF : 0x7E;
     step(cudaMemsetAsync(self->out.ptr, poison, out_bytes, st));
     step(cudaMemsetAsync(self->lse.ptr, poison, rows * sizeof(float), st));
     step(cudaMemsetAsync(self->float_ws.ptr, poison, self->float_ws.bytes, st));

@@ -45,8 +45,14 @@ struct GenLimits {
   // are drawn from these lists only, in the generator's own order (empty: every value), so a
   // GPU run spends its cases on problems the backend claims rather than on NotSupported ones.
   std::vector<pacts_format> q_formats, kv_formats, out_formats;
+  std::vector<pacts_scale_mode> scale_modes;
   std::vector<int32_t> head_dims;
   bool chunked_layouts = true;
+  // The shape limits of the capabilities: a drawn L above max_q_len is lowered to it (unless the
+  // property needs more, min_q_len), groups above max_group and page sizes outside the range are
+  // not drawn, and without LSE no case asks for it.
+  int32_t max_q_len = 16, max_group = 64, min_page_size = 8, max_page_size = 256;
+  bool allow_lse = true;
   // false for properties that want problems outside the capabilities (PACTS-REFUSE-2).
   bool follow_capabilities = true;
 };
