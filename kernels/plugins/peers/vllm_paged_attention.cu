@@ -452,6 +452,31 @@ void to_vllm_layout(pacts_problem& p, const pacts_buffers& b, std::vector<uint8_
         }
 }
 
+// Whether the query is in a layout vLLM's kernels take: one sequence stride, a sequence's heads
+// contiguous (q + seq * q_stride + head * HEAD_SIZE, attention_kernels.cuh:174), the stride a
+// multiple of the kernel's query vector (:133, :157) and an int.
+bool vllm_query_layout(const pacts_problem& p) {
+  const int64_t qs = effective(p.q_layout.s_batch, p.batch);
+  const int64_t q_vec = 16 / (std::max<int64_t>(32 / p.page_size, 1) * 2);
+  return (p.num_q_heads == 1 || p.q_layout.s_head == p.head_dim) && qs % q_vec == 0 &&
+         qs <= std::numeric_limits<int32_t>::max();
+}
+
+// A query in another layout (gaps between heads or rows, head-major rows) is copied into the
+// dense [B, Hq, D] one, as a caller would make it contiguous; every element is carried.
+void to_dense_query(pacts_problem& p, const pacts_buffers& b, std::vector<uint8_t>& q_copy) {
+  const pacts_row_layout given = p.q_layout;
+  const int64_t H = p.num_q_heads, D = p.head_dim;
+  p.q_layout = pacts_row_layout{H * D, H * D, D};
+  q_copy.assign(size_t(p.batch) * H * D * sizeof(T), 0);
+  const auto* src = static_cast<const uint16_t*>(b.q.data);
+  auto* dst = reinterpret_cast<uint16_t*>(q_copy.data());
+  for (int64_t s = 0; s < p.batch; ++s)
+    for (int64_t h = 0; h < H; ++h)
+      std::memcpy(dst + (s * H + h) * D, src + s * given.s_batch + h * given.s_head,
+                  size_t(D) * sizeof(T));
+}
+
 void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts_buffers* buffers,
          const pacts_backend_plan_hint* /*hint: vLLM's rule picks the plan*/,
          pacts_backend_result* result) {
@@ -488,6 +513,8 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
       why = "page_size " + std::to_string(p.page_size) + ": accepted: 8, 16, 32";
     std::vector<uint8_t> k_copy, v_copy;  // the pools in vLLM's layout, when they were not
     if (why.empty() && !vllm_layout(p)) to_vllm_layout(p, b, k_copy, v_copy);
+    std::vector<uint8_t> q_copy;  // the query in the dense layout, when it was not
+    if (why.empty() && !vllm_query_layout(p)) to_dense_query(p, b, q_copy);
     if (why.empty()) why = unsupported(p);
     if (!why.empty()) {
       result->status = PACTS_NOT_SUPPORTED;
@@ -575,7 +602,9 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     const auto step = [&](cudaError_t x) {
       if (e == cudaSuccess) e = x;
     };
-    step(self->q.reserve(b.q.bytes));
+    const void* const q_src = q_copy.empty() ? b.q.data : static_cast<const void*>(q_copy.data());
+    const size_t q_bytes = q_copy.empty() ? b.q.bytes : q_copy.size();
+    step(self->q.reserve(q_bytes));
     const bool copied = !k_copy.empty();
     const void* const k_src = copied ? static_cast<const void*>(k_copy.data()) : b.k.data;
     const void* const v_src = copied ? static_cast<const void*>(v_copy.data()) : b.v.data;
@@ -593,7 +622,7 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     }
     const cudaStream_t st = self->stream;
     // Whole views, byte for byte: the kernels address them with pacts' own strides.
-    step(cudaMemcpyAsync(self->q.ptr, b.q.data, b.q.bytes, cudaMemcpyHostToDevice, st));
+    step(cudaMemcpyAsync(self->q.ptr, q_src, q_bytes, cudaMemcpyHostToDevice, st));
     // (The pools are empty only without pages, when every context is 0 and nothing reads them.)
     if (k_bytes > 0) step(cudaMemcpyAsync(self->k.ptr, k_src, k_bytes, cudaMemcpyHostToDevice, st));
     if (v_bytes > 0) step(cudaMemcpyAsync(self->v.ptr, v_src, v_bytes, cudaMemcpyHostToDevice, st));
