@@ -19,6 +19,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -74,6 +75,10 @@ int main(int argc, char** argv) {
   app.add_option("--svg", svg, "write the plot (TB/s against context) as SVG");
   app.add_option("--baseline", baseline, "compare with an earlier --json report");
   app.add_option("--threshold", threshold, "baseline: percent the median must move (default 5)");
+  std::string peers = "";
+  app.add_option("--peers", peers,
+                 "a peers' figures file shown beside the rows of its device (default: the "
+                 "committed bench/data/h200-best-paged-peer.json; none: no peer column)");
   app.add_flag("--list", list, "print the set's shapes and exit");
   app.add_option("--shape", shape,
                  "time this one shape instead of a set: a label as the reports print it, e.g. "
@@ -82,6 +87,9 @@ int main(int argc, char** argv) {
   o.ceiling_bytes = ceiling_mib << 20;
   o.unsafe = !no_unsafe;
   o.suite_version = PACTS_SUITE_VERSION;
+  // The committed figures by default, where this build's source tree still holds them.
+  if (peers.empty() && std::filesystem::exists(PACTS_PEERS_FILE)) peers = PACTS_PEERS_FILE;
+  o.peers_file = peers == "none" ? "" : peers;
 
   if (!shape.empty()) set = "shape";
   const pacts::spec::Result<std::vector<bench::Shape>> shapes = [&]() {

@@ -110,6 +110,7 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const S
   options.gate_cases = 0;  // the whole catalogue has just passed on this backend object
   options.unsafe = settings.bench_unsafe;
   options.suite_version = PACTS_SUITE_VERSION;
+  if (std::filesystem::exists(PACTS_PEERS_FILE)) options.peers_file = PACTS_PEERS_FILE;
   if (settings.bench_sets.empty()) section.bench = "Not run: --bench-sets none.";
   for (const std::string& set : settings.bench_sets) {
     auto timed = pacts::bench::run_set(set, target.value(), backend, options);

@@ -65,10 +65,6 @@ Stats statistics(const std::vector<double>& samples_us);
 Bytes bytes_moved(const pacts_problem& problem, const std::vector<int32_t>& context_lens,
                   const kernels::Plan& plan);
 
-// The best paged peer's median time and TB/s on an H200 at a shape of the `peers` set
-// (docs/bench.md); false for other shapes.
-bool h200_best_peer(const Shape& shape, double& us, double& tbs);
-
 // Datasheet memory bandwidth of a device by name (TB/s), 0 when unknown.
 double datasheet_tbs_for(const std::string& device_name);
 

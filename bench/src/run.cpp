@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 namespace pacts::bench {
@@ -192,6 +193,13 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
       report.ceilings.copy_tbs, report.ceilings.read_tbs,
       static_cast<unsigned long long>(report.ceilings.bytes >> 20));
 
+  // The peers' figures of this device, if a file is named and it is about this device.
+  std::optional<PeerFigures> peers;
+  if (!options.peers_file.empty()) {
+    spec::Result<PeerFigures> loaded = load_peer_figures(options.peers_file);
+    if (!loaded) return loaded.status();
+    if (report.device.find(loaded.value().device) != std::string::npos) peers = loaded.value();
+  }
   const std::vector<std::string> variants = timer.variants();
   for (size_t i = 0; i < todo.size(); ++i) {
     const Shape& shape = todo[i];
@@ -219,8 +227,10 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
         r.all_pct_ceiling = pct(r.all_tbs, report.ceilings.read_tbs);
         r.kv_pct_datasheet = pct(r.kv_tbs, report.datasheet_tbs);
         r.all_pct_datasheet = pct(r.all_tbs, report.datasheet_tbs);
-        if (report.device.find("H200") != std::string::npos)
-          h200_best_peer(shape, r.peer_us, r.peer_tbs);
+        if (const PeerFigure* f = peers ? peer_figure(*peers, shape) : nullptr) {
+          r.peer_us = f->us;
+          r.peer_tbs = f->tbs;
+        }
         say(options, "[%zu/%zu] %s %s: %.1f us (min %.1f, max %.1f) %.3g TB/s K/V, %.3g all\n",
             i + 1, todo.size(), shape.label().c_str(), r.variant.c_str(), r.time.median_us,
             r.time.min_us, r.time.max_us, r.kv_tbs, r.all_tbs);

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -61,21 +63,59 @@ TEST(ShapeSets, PeersAreTheGridOfTheNotes) {
   EXPECT_EQ(got, expected);
 }
 
-TEST(ShapeSets, EveryPeersShapeHasThePeersFigure) {
-  // The report puts the best paged peer beside every row of the set on an H200.
+TEST(PeerFigures, EveryPeersShapeHasTheCommittedFigure) {
+  // The report puts the best paged peer beside every row of the set on an H200, from the
+  // committed data file.
+  const auto figures = load_peer_figures(PACTS_PEERS_FILE);
+  ASSERT_TRUE(figures) << figures.status().message();
+  EXPECT_EQ(figures.value().device, "H200");
   const auto set = shape_set("peers");
   ASSERT_TRUE(set);
+  EXPECT_EQ(figures.value().rows.size(), set.value().size());
   for (const Shape& s : set.value()) {
-    double us = 0, tbs = 0;
-    EXPECT_TRUE(h200_best_peer(s, us, tbs)) << s.label();
+    const PeerFigure* f = peer_figure(figures.value(), s);
+    ASSERT_NE(f, nullptr) << s.label();
     // The peers' TB/s is K+V bytes of the context over their time (docs/bench.md).
-    EXPECT_NEAR(tbs, 2.0 * s.batch * s.context * 8 * 128 * 2 / (us * 1e-6) / 1e12, 0.011)
+    EXPECT_NEAR(f->tbs, 2.0 * s.batch * s.context * 8 * 128 * 2 / (f->us * 1e-6) / 1e12, 0.011)
         << s.label();
   }
+  // Not a shape the figures were measured at: another page size, sinks, a ragged batch.
   Shape other = set.value()[0];
-  other.set = "grid";
-  double us = 0, tbs = 0;
-  EXPECT_FALSE(h200_best_peer(other, us, tbs));
+  other.page_size = 32;
+  EXPECT_EQ(peer_figure(figures.value(), other), nullptr);
+  other = set.value()[0];
+  other.sinks = true;
+  EXPECT_EQ(peer_figure(figures.value(), other), nullptr);
+  other = set.value()[0];
+  other.ragged = true;
+  EXPECT_EQ(peer_figure(figures.value(), other), nullptr);
+}
+
+TEST(PeerFigures, BadFilesAreRefusedNamingTheFileAndTheKey) {
+  const std::filesystem::path dir = std::filesystem::path(PACTS_BENCH_TEST_DIR) / "peer-figures";
+  std::filesystem::create_directories(dir);
+  const std::string head = R"({"what": "w", "device": "H200", "method": "m", "measured": "d", )";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "cannot be read|not JSON"},
+      {R"({"device": "H200"})", "\"what\""},
+      {head + R"("rows": []})", "\"rows\""},
+      {head + R"("rows": [{"batch": 1, "context": 1024, "group": 1, "us": 1, "tbs": 1}]})",
+       "rows\\[0\\].\"page_size\""},
+      {head + R"("rows": [{"batch": 1, "context": 1024, "group": 1, "page_size": 16, "us": 0, "tbs": 1}]})",
+       "rows\\[0\\].\"us\""},
+  };
+  int n = 0;
+  for (const auto& [text, expect] : cases) {
+    const std::string path = (dir / ("bad" + std::to_string(n++) + ".json")).string();
+    std::ofstream(path) << text;
+    const auto got = load_peer_figures(path);
+    ASSERT_FALSE(got) << text;
+    EXPECT_EQ(got.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(got.status().message().find(path), std::string::npos) << got.status().message();
+    EXPECT_TRUE(std::regex_search(got.status().message(), std::regex(expect)))
+        << got.status().message() << " / " << expect;
+  }
+  EXPECT_FALSE(load_peer_figures((dir / "missing.json").string()));
 }
 
 TEST(ShapeSets, ModelsAreTheIssuesModels) {

@@ -130,6 +130,9 @@ struct Options {
   // > 0: every shape's partitions forced to this many keys (plan's fixed_partition_size; with
   // batch_invariant, the batch-invariant plan's size); not with `partitions`.
   int32_t partition_size = 0;
+  // A peers' figures file (load_peer_figures, below): its rows sit beside pacts' rows of the same
+  // shape when the device's name contains the file's device. "" = none.
+  std::string peers_file;
   std::FILE* progress = stderr;  // one line per shape while running; nullptr = quiet
   std::string suite_version;  // recorded in the report (the program's build sets it)
 };
@@ -231,6 +234,27 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
 // The same with the backend made from target.backend.
 spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> shapes,
                                 const Target& target, const Options& options);
+
+// ---- Peer figures ---------------------------------------------------------------------------
+
+// Another kernel's measured figures per shape, read from a JSON data file with its provenance
+// (bench/data/h200-best-paged-peer.json): reference data shown beside pacts' rows, never asserted.
+// The file: {"what", "device", "method", "measured": strings, "rows": [{"batch", "context",
+// "group", "page_size": integers >= 1, "us", "tbs": numbers > 0}]}.
+struct PeerFigure {
+  int32_t batch = 0, context = 0, group = 0, page_size = 0;
+  double us = 0, tbs = 0;
+};
+struct PeerFigures {
+  std::string what, device, method, measured;
+  std::vector<PeerFigure> rows;
+};
+// InvalidArgument naming the file and the key when it cannot be read or a field is missing or
+// out of range.
+spec::Result<PeerFigures> load_peer_figures(const std::string& path);
+// The figure of a shape of the `peers` set (bf16, D 128, 8 KV heads, L 1, full contexts, as the
+// figures were measured), or nullptr for any other shape.
+const PeerFigure* peer_figure(const PeerFigures& figures, const Shape& shape);
 
 // ---- Reports ------------------------------------------------------------------------------
 
