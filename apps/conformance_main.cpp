@@ -44,7 +44,7 @@ class PropertyTest : public testing::Test {
                 property_->id.c_str(), s.backend.c_str(), static_cast<long long>(s.cases),
                 static_cast<long long>(s.passed), static_cast<long long>(s.not_supported),
                 s.worst_ratio, s.seconds, static_cast<unsigned long long>(config().run.seed));
-    // What the backend ran, per KV format and per K/V layout pair (ci/catalogue_summary.sh adds
+    // What the backend ran, per KV format and per K/V layout pair (tools/gpu/catalogue_summary.sh adds
     // these lines up over shards and properties).
     const auto counts = [](const std::map<std::string, int64_t>& m) {
       std::string line;

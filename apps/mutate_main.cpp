@@ -1,7 +1,7 @@
 // pacts-mutate: runs the conformance catalogue against every mutant of the host kernels
 // (kernels/common/mutant.h) and prints which property kills each one (mutation/README.md).
 // pacts-mutate-hip is the same program built with PACTS_MUTATE_HIP: it runs the catalogue
-// against the hip backend (the GPU mutants, mutation/h200_mutants.sh).
+// against the hip backend (the GPU mutants, tools/gpu/h200_mutants.sh).
 //
 // This binary links the host kernels compiled with PACTS_MUTANTS (pacts_kernels_host_mutants),
 // never the production ones; pacts-mutate-hip also links the HIP kernels compiled with

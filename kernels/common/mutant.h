@@ -26,7 +26,7 @@
 // Q(...) marks a mutant whose only effect the spec judges is a QualityWarning (its clause is a
 // "preferred" behaviour, spec/properties.md §1): a QualityWarning detects it, no Fail can.
 // G(...) marks a mutant planted in kernels/hip/ only: the host run (pacts-mutate) skips it, the
-// GPU run (pacts-mutate-hip, mutation/h200_mutants.sh) runs it.
+// GPU run (pacts-mutate-hip, tools/gpu/h200_mutants.sh) runs it.
 #define PACTS_MUTANT_LIST(X, Q, G)                                                                 \
   /* kernels/common/dequant.h */                                                                   \
   X(e8m0_zero_as_zero, "spec/formats.md §1.9",                                                     \
@@ -121,7 +121,7 @@
     "the LSE includes the sink's term")                                                            \
   X(softcap_on_unscaled_logits, "spec/operator.md §7",                                             \
     "soft-cap applied to q.k before the softmax scale")                                            \
-  /* kernels/hip/ (GPU only: pacts-mutate-hip, mutation/h200_mutants.sh) */                        \
+  /* kernels/hip/ (GPU only: pacts-mutate-hip, tools/gpu/h200_mutants.sh) */                        \
   G(hip_v_tail_unmasked, "spec/contract.md §1.2, §5",                                              \
     "#7092 in the tensor-core kernel: the last tile's slots past n_b loaded through the last "     \
     "page's entry, so V of the page's tail meets P = 0 in the MMA (0 * NaN = NaN)")                \

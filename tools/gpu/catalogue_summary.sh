@@ -1,8 +1,8 @@
 #!/bin/bash
-# Adds up pacts-conformance logs of parallel seed shards per property (ci/h200_session.sh,
-# ci/h200_release_check.sh): generated cases, passed, NotSupported, failed, worst error/bound;
+# Adds up pacts-conformance logs of parallel seed shards per property (tools/gpu/h200_session.sh,
+# tools/gpu/h200_release_check.sh): generated cases, passed, NotSupported, failed, worst error/bound;
 # then the cases the backend ran per KV format and per K/V layout pair, over every property.
-#   ci/catalogue_summary.sh LOG...   (the table on stdout, sorted by property)
+#   tools/gpu/catalogue_summary.sh LOG...   (the table on stdout, sorted by property)
 cat "$@" | awk '
   /^PACTS-[A-Z]+-[0-9]+ on [^ ]+: / {
     id=$1; c[id]+=$4; p[id]+=$6; n[id]+=$8; w=$12; sub(",", "", w); if (w+0 > worst[id]) worst[id]=w+0 }

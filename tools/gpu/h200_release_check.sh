@@ -5,7 +5,7 @@
 # (pacts-conformance, pacts-fuzz, pacts-bench, libpacts_bench_unsafe.so, pacts-qualify,
 # libpacts_kernels_hip.so, and pacts-mutate-hip from a -DPACTS_ENABLE_CUDA=ON build's mutation/
 # folder); logs go to $OUT.
-#   ci/h200_release_check.sh BIN [shards] [cases_per_shard] [mutant_cases]
+#   tools/gpu/h200_release_check.sh BIN [shards] [cases_per_shard] [mutant_cases]
 # Phase A (in parallel): catalogue shards (seed 20261400 + shard, DEV-2 alone), compute-sanitizer
 # memcheck/racecheck/initcheck, a 100 s fuzz campaign (its coverage lists cases per KV format and
 # layout), the GPU mutants that survived 20 cases (MUTANTS, comma-separated). If the catalogue
@@ -13,7 +13,7 @@
 # sets of QUALIFY_SETS (default peers).
 # Environment: SHARD_LIMIT (s per catalogue shard, default 140: with 16 cores 8 shards of 90 cases
 # fit), MUTANTS (default: the GPU mutants that need hundreds of cases; the race mutants are
-# mutation/h200_mutants.sh's racecheck step), BEFORE (a folder with the libpacts_kernels_hip.so of
+# tools/gpu/h200_mutants.sh's racecheck step), BEFORE (a folder with the libpacts_kernels_hip.so of
 # the kernels before the change: bf16 and fp16 of the formats set are timed with both, twice,
 # alternating), QUALIFY_SETS ("" skips pacts-qualify).
 BIN=$(cd "${1:?BIN folder}" && pwd); SHARDS=${2:-8}; CASES=${3:-90}; MCASES=${4:-300}

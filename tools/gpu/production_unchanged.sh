@@ -4,10 +4,10 @@
 # compares the device code: the whole .nv_fatbin section (every kernel's sm_90 code and the PTX)
 # and, per kernel, the bytes of its .text section in the cubin, plus the host .text. Byte
 # equality, so no cuobjdump is needed (none may be installed); compile-only, no GPU.
-#   mutation/production_unchanged.sh [revision (default HEAD)] [work dir (default /tmp/pacts-unchanged)]
+#   tools/gpu/production_unchanged.sh [revision (default HEAD)] [work dir (default /tmp/pacts-unchanged)]
 set -euo pipefail
 REV=${1:-HEAD}; W=${2:-/tmp/pacts-unchanged}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 rm -rf "$W/src-before"; mkdir -p "$W/src-before"
 git archive "$REV" | tar -x -C "$W/src-before"
@@ -24,7 +24,7 @@ for w in before after; do
   lib="$W/$w/kernels/hip/libpacts_kernels_hip.so"
   objcopy -O binary --only-section=.nv_fatbin "$lib" "$W/$w.fatbin"
   objcopy -O binary --only-section=.text "$lib" "$W/$w.host-text"
-  kernels/hip/scripts/kernel_hashes.sh "$lib" > "$W/$w.kernels"
+  tools/gpu/kernel_hashes.sh "$lib" > "$W/$w.kernels"
 done
 echo "kernels: $(wc -l < "$W/after.kernels") in the working tree, $(wc -l < "$W/before.kernels") at $REV"
 status=0

@@ -3,8 +3,8 @@
 # mangled name, the size of its .text and a hash of the bytes. Two builds whose lines agree run
 # the same machine code, so figures measured on one hold for the other (a library rebuilt from
 # unchanged kernels and the one a GPU run measured, for example). Needs objcopy and python3;
-# no CUDA tools (cuobjdump need not be installed). mutation/production_unchanged.sh uses it.
-#   kernels/hip/scripts/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
+# no CUDA tools (cuobjdump need not be installed). tools/gpu/production_unchanged.sh uses it.
+#   tools/gpu/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
 set -euo pipefail
 lib=$1
 tmp=$(mktemp)

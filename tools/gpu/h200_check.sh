@@ -2,7 +2,7 @@
 # Conformance of the "hip" backend on a GPU node (an H200), the timing helper, and the conformance
 # binary under compute-sanitizer, in one run. Run from the repository root with the build folder in
 # $1 (pacts-conformance, pacts-bench, libpacts_kernels_hip.so); logs go to $OUT.
-#   kernels/hip/scripts/h200_check.sh .hipbuild [cases] [sanitizer_cases] [tools]
+#   tools/gpu/h200_check.sh .hipbuild [cases] [sanitizer_cases] [tools]
 # tools: which compute-sanitizer runs (default "memcheck racecheck initcheck"). The conformance
 # step gets 420 s: 300 cases per property take more than 270 s on an H200.
 B=${1:-.hipbuild}; CASES=${2:-200}; SAN=${3:-10}; TOOLS=${4:-memcheck racecheck initcheck}

@@ -3,7 +3,7 @@
 # on its own (it moves ~8 GiB per case), and the compute-sanitizer runs. Run from the repository
 # root with the CUDA build folder in $1 (built with -DPACTS_ENABLE_CUDA=ON: pacts-conformance,
 # libpacts_kernels_hip.so); logs go to $OUT.
-#   ci/h200_session.sh BUILD [shards] [cases_per_shard] [sanitizer_cases]
+#   tools/gpu/h200_session.sh BUILD [shards] [cases_per_shard] [sanitizer_cases]
 # Time limits (seconds) from the environment: CAT_LIMIT (catalogue shards, default 250),
 # SAN_LIMIT (each sanitizer run, default 90).
 # Each shard runs every property (DEV-2 excepted) with its own seed (20261129 + shard), so the

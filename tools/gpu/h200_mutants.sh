@@ -4,13 +4,13 @@
 # prints the table mutant -> killing property -> cases, then runs the barrier mutants once under
 # compute-sanitizer racecheck (with the production kernels, mutant `none`, as the control).
 # Run from the repository root; logs, the table and the killing cases go to $OUT.
-#   mutation/h200_mutants.sh [build-dir] [cases] [jobs]
+#   tools/gpu/h200_mutants.sh [build-dir] [cases] [jobs]
 # The binary is looked for as build-dir/pacts-mutate-hip, then build-dir/mutation/pacts-mutate-hip.
 # A GPU node need not have a compiler: build the binary on a build machine and copy it to the node
 # (static CUDA runtime, about 30 MB):
 #   cmake --build build-gmut --target pacts-mutate-hip   (a -DPACTS_ENABLE_CUDA=ON build)
 #   mkdir -p build-hipmut && cp build-gmut/mutation/pacts-mutate-hip build-hipmut/
-#   mutation/h200_mutants.sh build-hipmut                (on the node)
+#   tools/gpu/h200_mutants.sh build-hipmut                (on the node)
 # STEPS (default "mutate racecheck") picks the parts. The run of pacts-mutate-hip gets MUTATE_LIMIT
 # (default 420) s; the four racecheck runs (75 s each, one after the other) run next to it, so
 # the whole script takes about 420 s.
