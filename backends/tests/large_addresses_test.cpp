@@ -75,10 +75,11 @@ TEST(LargeAddresses, AWrappedPageOffsetFailsAccuracy) {
     const pacts_problem& p = c.problem;
     bool any_owned = false;
     for (int32_t b = 0; b < p.batch; ++b) {
-      const KeyRange keys = visible_keys(p, c.context_lens[static_cast<size_t>(b)]);
-      if (keys.first > keys.last) continue;
+      const spec::KeyRange cols = spec::owned_columns(
+          visible_keys(p, c.context_lens[static_cast<size_t>(b)]), p.page_size);
+      if (cols.empty()) continue;
       any_owned = true;
-      for (int64_t col = keys.first / p.page_size; col <= keys.last / p.page_size; ++col) {
+      for (int64_t col = cols.begin; col < cols.end; ++col) {
         int32_t& e = c.block_table[static_cast<size_t>(b * p.block_table_stride + col)];
         e = static_cast<int32_t>((int64_t{e} * p.k_layout.s_page % kThreshold) / p.k_layout.s_page);
       }

@@ -57,8 +57,8 @@ Violation violate(CaseData& c, uint64_t seed) {
   v.seq = static_cast<int32_t>(seed % static_cast<uint64_t>(p.batch));
   const uint64_t r = seed >> 8;
   const int32_t n = c.context_lens[static_cast<size_t>(v.seq)];
-  const KeyRange keys = visible_keys(p, n);
-  const bool has_columns = n > 0 && keys.first <= keys.last;
+  const spec::KeyRange keys = visible_keys(p, n);
+  const bool has_columns = n > 0 && !keys.empty();
   if (!has_columns || r % 2 == 0) {
     const int64_t over = int64_t{p.max_pages_per_seq} * p.page_size + 1;
     const int64_t bad[] = {-1, kInt32Min, std::min<int64_t>(over, kInt32Max), kInt32Max};
@@ -69,7 +69,8 @@ Violation violate(CaseData& c, uint64_t seed) {
                     " (M*P = " + std::to_string(over - 1) + ")";
     return v;
   }
-  const int64_t first = keys.first / p.page_size, last = keys.last / p.page_size;
+  const spec::KeyRange cols = spec::owned_columns(keys, p.page_size);
+  const int64_t first = cols.begin, last = cols.end - 1;
   const int64_t columns[] = {first, (first + last) / 2, last};
   const int64_t column = columns[(r >> 1) % 3];
   const int32_t bad[] = {-1, p.num_pages, kInt32Max, kInt32Min};

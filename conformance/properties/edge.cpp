@@ -63,11 +63,9 @@ bool row_empty(const CaseData& c, int64_t b, int64_t i) {
   return sequence_valid(c.problem, n) && n - c.problem.q_len + i < 0;
 }
 
-// The keys row (b, i) sees (spec/operator.md §5-§6); first > last when none.
-KeyRange row_keys(const pacts_problem& p, int64_t n, int64_t i) {
-  const int64_t pos = n - p.q_len + i;
-  const int64_t first = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
-  return {pos < 0 ? 1 : first, pos};
+// The keys row (b, i) sees (spec/operator.md §5-§6, spec::row_keys): half-open, empty when none.
+spec::KeyRange row_keys(const pacts_problem& p, int64_t n, int64_t i) {
+  return spec::row_keys(n, p.q_len, p.window, static_cast<int32_t>(i));
 }
 
 PlanHint split_hint(const CaseSpec& spec) {
@@ -133,24 +131,25 @@ class PoolReader {
   double tensor_scale_;
 };
 
-// Decoded rows [key - keys.first][d] of keys [keys.first, keys.last] of sequence b, KV head h.
+// Decoded rows [key - keys.begin][d] of keys [keys.begin, keys.end) of sequence b, KV head h.
 // Reads owned data only; the caller ensures the sequence is valid with in-range entries.
 std::vector<double> load_rows(const CaseData& c, const PoolReader& pool, int64_t b, int64_t h,
-                              KeyRange keys) {
+                              spec::KeyRange keys) {
   const pacts_problem& p = c.problem;
   std::vector<double> rows;
-  if (keys.first > keys.last) return rows;
-  rows.reserve(static_cast<size_t>((keys.last - keys.first + 1) * p.head_dim));
-  for (int64_t j = keys.first; j <= keys.last; ++j) {
+  if (keys.empty()) return rows;
+  rows.reserve(static_cast<size_t>(keys.size() * p.head_dim));
+  for (int64_t j = keys.begin; j < keys.end; ++j) {
     const int32_t page = c.block_table[static_cast<size_t>(b * p.block_table_stride + j / p.page_size)];
     for (int64_t d = 0; d < p.head_dim; ++d) rows.push_back(pool.value(page, h, j % p.page_size, d));
   }
   return rows;
 }
 
-bool entries_in_range(const CaseData& c, int64_t b, KeyRange keys) {
+bool entries_in_range(const CaseData& c, int64_t b, spec::KeyRange keys) {
   const pacts_problem& p = c.problem;
-  for (int64_t col = keys.first / p.page_size; col <= keys.last / p.page_size; ++col) {
+  const spec::KeyRange cols = spec::owned_columns(keys, p.page_size);
+  for (int64_t col = cols.begin; col < cols.end; ++col) {
     const int32_t page = c.block_table[static_cast<size_t>(b * p.block_table_stride + col)];
     if (page < 0 || page >= p.num_pages) return false;
   }
@@ -425,24 +424,24 @@ Outcome convexity(PropertyContext& ctx, const CaseSpec& spec) {
   for (int64_t b = 0; b < p.batch; ++b) {
     const int32_t n = context(c, b);
     if (!sequence_valid(p, n)) continue;
-    const KeyRange all = visible_keys(p, n);
-    if (all.first > all.last || !entries_in_range(c, b, all)) continue;
+    const spec::KeyRange all = visible_keys(p, n);
+    if (all.empty() || !entries_in_range(c, b, all)) continue;
     for (int64_t g = 0; g < p.num_kv_heads; ++g) {
       const std::vector<double> v = load_rows(c, v_pool, b, g, all);
       for (int64_t i = 0; i < p.q_len; ++i) {
-        const KeyRange keys = row_keys(p, n, i);
-        if (keys.first > keys.last) continue;  // empty row: PACTS-EDGE-1
+        const spec::KeyRange keys = row_keys(p, n, i);
+        if (keys.empty()) continue;  // empty row: PACTS-EDGE-1
         std::vector<Hull> hulls(static_cast<size_t>(D));
-        for (int64_t j = keys.first; j <= keys.last; ++j)
+        for (int64_t j = keys.begin; j < keys.end; ++j)
           for (int64_t d = 0; d < D; ++d) {
-            const double x = v[static_cast<size_t>((j - all.first) * D + d)];
+            const double x = v[static_cast<size_t>((j - all.begin) * D + d)];
             Hull& hl = hulls[static_cast<size_t>(d)];
             hl.lo = std::min(hl.lo, x);
             hl.hi = std::max(hl.hi, x);
             hl.max_abs = std::max(hl.max_abs, std::fabs(x));
             hl.sum_abs += std::fabs(x);
           }
-        const int64_t visible = keys.last - keys.first + 1;
+        const int64_t visible = keys.size();
         for (int64_t h = g * group; h < (g + 1) * group; ++h)
           for (int64_t d = 0; d < D; ++d) {
             const auto e = static_cast<size_t>(((b * p.q_len + i) * p.num_q_heads + h) * D + d);
@@ -480,8 +479,8 @@ std::vector<uint8_t> tainted_sequences(const CaseData& c) {
   const int qb = spec::element_bytes(p.q_format);
   for (int64_t b = 0; b < p.batch; ++b) {
     const int32_t n = context(c, b);
-    const KeyRange keys = visible_keys(p, n);
-    if (!sequence_valid(p, n) || keys.first > keys.last || !entries_in_range(c, b, keys)) continue;
+    const spec::KeyRange keys = visible_keys(p, n);
+    if (!sequence_valid(p, n) || keys.empty() || !entries_in_range(c, b, keys)) continue;
     bool bad = bad_sink;
     for (int64_t i = 0; i < p.q_len && !bad; ++i) {
       if (row_empty(c, b, i)) continue;
@@ -525,13 +524,13 @@ std::optional<Override> owned_nan(const CaseData& c, uint64_t seed) {
   o.seq = *seq;
   const uint64_t r = seed >> 8;
   const int32_t n = context(c, *seq);
-  const KeyRange keys = visible_keys(p, n);
+  const spec::KeyRange keys = visible_keys(p, n);
   const bool query = o.tensor == T::kQ, sink = o.tensor == T::kSink;
   if (query) {
     const int32_t first_row = std::max(0, p.q_len - n);  // rows before it are empty
     o.pos = first_row + static_cast<int32_t>(r % static_cast<uint64_t>(p.q_len - first_row));
   } else {
-    o.pos = static_cast<int32_t>(keys.first + static_cast<int64_t>(r % static_cast<uint64_t>(keys.last - keys.first + 1)));
+    o.pos = static_cast<int32_t>(keys.begin + static_cast<int64_t>(r % static_cast<uint64_t>(keys.size())));
   }
   o.head = static_cast<int32_t>((r >> 16) % static_cast<uint64_t>(query || sink ? p.num_q_heads : p.num_kv_heads));
   const bool scale = o.tensor == T::kKScale || o.tensor == T::kVScale;

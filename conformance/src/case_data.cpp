@@ -117,13 +117,8 @@ pacts_buffers CaseData::buffers() {
   return b;
 }
 
-KeyRange visible_keys(const pacts_problem& p, int32_t context_len) {
-  // Rows i = 0..L-1 sit at pos = ctx - L + i: the last row sees up to ctx - 1, the first row's
-  // window starts earliest.
-  const int64_t last = int64_t{context_len} - 1;
-  int64_t first = 0;
-  if (p.window > 0) first = std::max<int64_t>(0, int64_t{context_len} - p.q_len - p.window + 1);
-  return {first, last};
+spec::KeyRange visible_keys(const pacts_problem& p, int32_t context_len) {
+  return spec::sequence_keys(context_len, p.q_len, p.window);
 }
 
 Ownership owned_bytes(const CaseData& c) {
@@ -137,8 +132,8 @@ Ownership owned_bytes(const CaseData& c) {
   for (int32_t b = 0; b < p.batch; ++b) {
     const int32_t ctx = c.context_lens[static_cast<size_t>(b)];
     if (ctx < 0 || int64_t{ctx} > int64_t{p.max_pages_per_seq} * p.page_size) continue;
-    const KeyRange keys = visible_keys(p, ctx);
-    for (int64_t t = keys.first; t <= keys.last; ++t) {
+    const spec::KeyRange keys = visible_keys(p, ctx);
+    for (int64_t t = keys.begin; t < keys.end; ++t) {
       const size_t entry = static_cast<size_t>(b * p.block_table_stride + t / p.page_size);
       own.block_table[entry] = 1;
       const int32_t page = c.block_table[entry];

@@ -76,9 +76,9 @@ std::optional<std::string> spread_pools(CaseData& c, int64_t threshold) {
       return "a scale page block outside the pool";
   // Owned entries follow their pages; padding entries keep their (in-range) ids.
   for (int32_t b = 0; b < p.batch; ++b) {
-    const KeyRange keys = visible_keys(p, c.context_lens[static_cast<size_t>(b)]);
-    if (keys.first > keys.last) continue;
-    for (int64_t col = keys.first / p.page_size; col <= keys.last / p.page_size; ++col)
+    const spec::KeyRange cols =
+        spec::owned_columns(visible_keys(p, c.context_lens[static_cast<size_t>(b)]), p.page_size);
+    for (int64_t col = cols.begin; col < cols.end; ++col)
       c.block_table[static_cast<size_t>(b * p.block_table_stride + col)] +=
           static_cast<int32_t>(shift);
   }

@@ -270,8 +270,8 @@ void apply_override(CaseData& c, const Override& o) {
   }
   // Keys: only positions the sequence owns (spec/contract.md §1).
   const int32_t ctx = c.context_lens[static_cast<size_t>(o.seq)];
-  const KeyRange keys = visible_keys(p, ctx);
-  if (o.pos < keys.first || o.pos > keys.last || o.head >= p.num_kv_heads) return;
+  const spec::KeyRange keys = visible_keys(p, ctx);
+  if (!keys.contains(o.pos) || o.head >= p.num_kv_heads) return;
   const int32_t page =
       c.block_table[static_cast<size_t>(o.seq * p.block_table_stride + o.pos / p.page_size)];
   const int64_t slot = o.pos % p.page_size;

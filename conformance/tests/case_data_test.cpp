@@ -18,15 +18,15 @@ namespace {
 
 TEST(VisibleKeys, CausalAndWindowUnion) {
   pacts_problem p = spec::make_problem(1, 1, 1, 1, 64, 8, 4, 4);
-  EXPECT_EQ(visible_keys(p, 10).first, 0);
-  EXPECT_EQ(visible_keys(p, 10).last, 9);
+  EXPECT_EQ(visible_keys(p, 10).begin, 0);
+  EXPECT_EQ(visible_keys(p, 10).end, 10);
   p.q_len = 2;
   p.window = 3;  // rows at pos 8 (keys 6..8) and 9 (keys 7..9)
-  EXPECT_EQ(visible_keys(p, 10).first, 6);
-  EXPECT_EQ(visible_keys(p, 10).last, 9);
-  EXPECT_GT(visible_keys(p, 0).first, visible_keys(p, 0).last);  // empty
+  EXPECT_EQ(visible_keys(p, 10).begin, 6);
+  EXPECT_EQ(visible_keys(p, 10).end, 10);
+  EXPECT_TRUE(visible_keys(p, 0).empty());
   p.window = 100;
-  EXPECT_EQ(visible_keys(p, 10).first, 0);
+  EXPECT_EQ(visible_keys(p, 10).begin, 0);
 }
 
 CaseShape small_shape() {

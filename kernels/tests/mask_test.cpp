@@ -2,6 +2,8 @@
 // spec/contract.md §1.1 and §4).
 #include "common/mask.h"
 
+#include <pacts/spec/mask.h>
+
 #include <gtest/gtest.h>
 
 #include <climits>
@@ -53,6 +55,26 @@ TEST(Mask, SequenceKeysAndOwnedColumnsMatchTheUnion) {
           ASSERT_EQ(as_set(u), keys) << "n " << n << " L " << L << " W " << W;
           ASSERT_EQ(as_set(owned_columns(u, P)), columns) << "n " << n << " L " << L << " W " << W << " P " << P;
         }
+}
+
+// The device copy equals the spec's executable definition (pacts/spec/mask.h) range for range.
+TEST(Mask, DeviceCopyEqualsTheSpecDefinition) {
+  const auto same = [](KeyRange a, spec::KeyRange b) {
+    return a.empty() ? b.empty() : a.begin == b.begin && a.end == b.end;
+  };
+  for (int64_t n = -3; n <= 70; ++n)
+    for (int32_t L = 1; L <= 16; ++L)
+      for (int32_t W = 0; W <= 20; ++W) {
+        const KeyRange u = sequence_keys(n, L, W);
+        const spec::KeyRange su = spec::sequence_keys(n, L, W);
+        EXPECT_TRUE(same(u, su)) << n << " " << L << " " << W;
+        for (int32_t P : {8, 16, 256})
+          EXPECT_TRUE(same(owned_columns(u, P), spec::owned_columns(su, P)))
+              << n << " " << L << " " << W << " " << P;
+        for (int32_t i = 0; i < L; ++i)
+          EXPECT_TRUE(same(row_keys(n, L, W, i), spec::row_keys(n, L, W, i)))
+              << n << " " << L << " " << W << " " << i;
+      }
 }
 
 TEST(Mask, PartitionsOfARange) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pacts/problem.h>
+#include <pacts/spec/mask.h>
 
 #include <cstdint>
 #include <vector>
@@ -28,13 +29,9 @@ struct Ownership {
 };
 Ownership owned_bytes(const CaseData& c);
 
-// The visible key range [first, last] of sequence b over all its query rows (first > last when
-// no row sees a key), per spec/operator.md §5-§6.
-struct KeyRange {
-  int64_t first;
-  int64_t last;
-};
-KeyRange visible_keys(const pacts_problem& p, int32_t context_len);
+// The keys a sequence of `context_len` keys owns, U_b of spec/contract.md §1.1, half-open
+// (spec::sequence_keys, pacts/spec/mask.h, the spec's executable definition).
+spec::KeyRange visible_keys(const pacts_problem& p, int32_t context_len);
 
 // Poison fills for unowned data (spec/properties.md PACTS-POISON-*).
 enum class Poison {
