@@ -3,7 +3,8 @@
 #pragma once
 
 #include <pacts/conformance/backend.h>
-#include <pacts/conformance/self_checks.h>  // Verdict
+#include <pacts/conformance/self_checks.h>  // CheckResult
+#include <pacts/conformance/verdict.h>
 #include <pacts/spec/status.h>
 #include <pacts/spec/tolerance.h>
 

@@ -4,7 +4,7 @@
 
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/generators.h>
-#include <pacts/conformance/self_checks.h>  // Verdict
+#include <pacts/conformance/verdict.h>
 
 #include <functional>
 #include <string>

@@ -2,14 +2,13 @@
 // only backend. Each check cites the spec it enforces and reports Pass / Fail with a reason.
 #pragma once
 
+#include <pacts/conformance/verdict.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace pacts::conformance {
-
-enum class Verdict { kPass, kFail, kNotSupported, kQualityWarning };
-const char* verdict_name(Verdict v);
 
 struct CheckResult {
   std::string id;        // spec ID or section, e.g. "PACTS-POISON-1"
