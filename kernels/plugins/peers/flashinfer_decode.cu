@@ -20,6 +20,8 @@
 
 #include <cuda_runtime.h>
 
+#include "peer_cuda.h"
+
 #include <flashinfer/attention/decode.cuh>
 #include <flashinfer/attention/default_decode_params.cuh>
 #include <flashinfer/attention/scheduler.cuh>
@@ -44,47 +46,14 @@ constexpr int32_t kGroups[] = {1, 2, 3, 4, 6, 8};  // FlashInfer's DISPATCH_GQA_
 constexpr size_t kFloatWorkspace = size_t{128} << 20;  // the Python wrapper's default
 constexpr size_t kIntWorkspace = size_t{8} << 20;
 
-inline void set_text(char* dst, size_t capacity, const std::string& text) {
-  std::snprintf(dst, capacity, "%s", text.c_str());
-}
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  cudaError_t reserve(size_t n) {
-    if (n <= bytes) return cudaSuccess;
-    if (ptr != nullptr) cudaFree(ptr);
-    ptr = nullptr;
-    bytes = 0;
-    const cudaError_t e = cudaMalloc(&ptr, n);
-    if (e == cudaSuccess) bytes = n;
-    return e;
-  }
-  ~DeviceBuffer() {
-    if (ptr != nullptr) cudaFree(ptr);
-  }
-};
-
-inline std::string device_name() {
-  cudaDeviceProp prop{};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
-    return "no CUDA device";
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + "), " + std::to_string(prop.multiProcessorCount) + " SMs";
-}
-
-inline std::string driver_version() {
-  int v = 0;
-  if (cudaDriverGetVersion(&v) != cudaSuccess) return "";
-  return "CUDA driver " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
+using pacts_peer::DeviceBuffer;
+using pacts_peer::set_text;
 
 }  // namespace pacts_flashinfer_peer
 
 struct pacts_backend_instance {
   cudaStream_t stream = nullptr;
-  pacts_flashinfer_peer::DeviceBuffer q, k, v, out, lse, indptr, indices, last_len, float_ws, int_ws;
+  pacts_peer::DeviceBuffer q, k, v, out, lse, indptr, indices, last_len, float_ws, int_ws;
   void* pinned = nullptr;
   uint64_t runs = 0;
   ~pacts_backend_instance() {
@@ -394,37 +363,22 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     c.window_left = p.window > 0 ? p.window - 1 : -1;
     c.sm_scale = p.softmax_scale * p.q_scale;
     c.soft_cap = p.softcap;
+    if (const std::string why_not = pacts_peer::unlaunchable(
+            p, b, "FlashInfer", "reads every page of the context (a window masks, it does not skip)");
+        !why_not.empty()) {
+      result->status = PACTS_DEVICE_ERROR;
+      set_text(result->message, sizeof result->message, why_not);
+      return;
+    }
     const auto* lens = static_cast<const int32_t*>(b.context_lens.data);
     const auto* table = static_cast<const int32_t*>(b.block_table.data);
     const int64_t P = p.page_size;
     c.indptr.push_back(0);
     for (int32_t s = 0; s < p.batch; ++s) {
       const int64_t n = lens[s];
-      if (n < 0 || n > int64_t{p.max_pages_per_seq} * P) {
-        result->status = PACTS_DEVICE_ERROR;
-        set_text(result->message, sizeof result->message,
-                 "not launched: context_lens[" + std::to_string(s) + "] = " + std::to_string(n) +
-                     " is outside [0, max_pages_per_seq * page_size = " +
-                     std::to_string(int64_t{p.max_pages_per_seq} * P) +
-                     "]; FlashInfer does not check it (spec/contract.md §4) and would read past "
-                     "the block table");
-        return;
-      }
       const int64_t pages = (n + P - 1) / P;
-      for (int64_t col = 0; col < pages; ++col) {
-        const int32_t id = table[int64_t{s} * p.block_table_stride + col];
-        if (id < 0 || id >= p.num_pages) {
-          result->status = PACTS_DEVICE_ERROR;
-          set_text(result->message, sizeof result->message,
-                   "not launched: block_table[" + std::to_string(s) + "][" + std::to_string(col) +
-                       "] = " + std::to_string(id) + " is outside [0, num_pages = " +
-                       std::to_string(p.num_pages) +
-                       "); FlashInfer reads every page of the context (a window masks, it does "
-                       "not skip) and checks no page id (spec/contract.md §4)");
-          return;
-        }
-        c.indices.push_back(id);
-      }
+      for (int64_t col = 0; col < pages; ++col)
+        c.indices.push_back(table[int64_t{s} * p.block_table_stride + col]);
       c.indptr.push_back(static_cast<int32_t>(c.indices.size()));
       c.last_len.push_back(static_cast<int32_t>(pages == 0 ? 0 : n - (pages - 1) * P));
       c.max_context = std::max(c.max_context, n);
@@ -514,10 +468,9 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
 }
 
 pacts_backend_v2 make_descriptor() {
-  static const std::string device = device_name();
-  static const std::string driver = driver_version();
-  static const std::string runtime = "CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." +
-                                     std::to_string((CUDART_VERSION % 1000) / 10);
+  static const std::string device = pacts_peer::device_name();
+  static const std::string driver = pacts_peer::driver_version();
+  static const std::string runtime = pacts_peer::runtime_version();
   pacts_backend_v2 d{};
   d.v1.abi_version = PACTS_BACKEND_ABI_VERSION;
   d.v1.descriptor_bytes = sizeof(pacts_backend_v2);

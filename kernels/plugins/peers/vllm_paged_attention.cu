@@ -30,6 +30,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "peer_cuda.h"
+
 // vLLM's kernel templates (the csrc directory of the checkout is on the include path).
 #include <attention/attention_kernels.cuh>
 
@@ -69,49 +71,16 @@ constexpr int64_t kMaxGridY = 65535;
 constexpr int64_t kMaxReducePartitions =
     (48 * 1024 - 2 * kNumWarps * int64_t{sizeof(float)}) / (2 * int64_t{sizeof(float)});
 
-inline void set_text(char* dst, size_t capacity, const std::string& text) {
-  std::snprintf(dst, capacity, "%s", text.c_str());
-}
+using pacts_peer::DeviceBuffer;
+using pacts_peer::set_text;
 
 constexpr int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  cudaError_t reserve(size_t n) {
-    if (n <= bytes) return cudaSuccess;
-    if (ptr != nullptr) cudaFree(ptr);
-    ptr = nullptr;
-    bytes = 0;
-    const cudaError_t e = cudaMalloc(&ptr, n);
-    if (e == cudaSuccess) bytes = n;
-    return e;
-  }
-  ~DeviceBuffer() {
-    if (ptr != nullptr) cudaFree(ptr);
-  }
-};
-
-inline std::string device_name() {
-  cudaDeviceProp prop{};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess)
-    return "no CUDA device";
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + "), " + std::to_string(prop.multiProcessorCount) + " SMs";
-}
-
-inline std::string driver_version() {
-  int v = 0;
-  if (cudaDriverGetVersion(&v) != cudaSuccess) return "";
-  return "CUDA driver " + std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
 
 }  // namespace pacts_vllm_peer
 
 struct pacts_backend_instance {
   cudaStream_t stream = nullptr;
-  pacts_vllm_peer::DeviceBuffer q, k, v, out, block_table, seq_lens, exp_sums, max_logits, tmp_out;
+  pacts_peer::DeviceBuffer q, k, v, out, block_table, seq_lens, exp_sums, max_logits, tmp_out;
   uint64_t runs = 0;
   ~pacts_backend_instance() {
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -531,36 +500,17 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     // num_seq_blocks, attention_kernels.cuh:116-125), v2 the partition's [partition * 512 / P,
     // ...) clipped to num_seq_blocks, whose union is the same; each read entry is a page address
     // (:252-253, :389-390). Nothing else of the table is read.
+    if (const std::string why_not =
+            pacts_peer::unlaunchable(p, b, "vLLM", "reads every page of the context");
+        !why_not.empty()) {
+      result->status = PACTS_DEVICE_ERROR;
+      set_text(result->message, sizeof result->message, why_not);
+      return;
+    }
     const auto* lens = static_cast<const int32_t*>(b.context_lens.data);
-    const auto* table = static_cast<const int32_t*>(b.block_table.data);
-    const int64_t P = p.page_size;
     int64_t max_seq_len = 0;
     for (int32_t s = 0; s < p.batch; ++s) {
       const int64_t n = lens[s];
-      if (n < 0 || n > int64_t{p.max_pages_per_seq} * P) {
-        result->status = PACTS_DEVICE_ERROR;
-        set_text(result->message, sizeof result->message,
-                 "not launched: context_lens[" + std::to_string(s) + "] = " + std::to_string(n) +
-                     " is outside [0, max_pages_per_seq * page_size = " +
-                     std::to_string(int64_t{p.max_pages_per_seq} * P) +
-                     "]; vLLM does not check it (spec/contract.md §4) and would read past the "
-                     "block table");
-        return;
-      }
-      const int64_t pages = div_up(n, P);
-      for (int64_t col = 0; col < pages; ++col) {
-        const int32_t id = table[int64_t{s} * p.block_table_stride + col];
-        if (id < 0 || id >= p.num_pages) {
-          result->status = PACTS_DEVICE_ERROR;
-          set_text(result->message, sizeof result->message,
-                   "not launched: block_table[" + std::to_string(s) + "][" + std::to_string(col) +
-                       "] = " + std::to_string(id) + " is outside [0, num_pages = " +
-                       std::to_string(p.num_pages) +
-                       "); vLLM reads every page of the context and checks no page id "
-                       "(spec/contract.md §4)");
-          return;
-        }
-      }
       max_seq_len = std::max(max_seq_len, n);
     }
 
@@ -708,10 +658,9 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
 }
 
 pacts_backend_v2 make_descriptor() {
-  static const std::string device = device_name();
-  static const std::string driver = driver_version();
-  static const std::string runtime = "CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." +
-                                     std::to_string((CUDART_VERSION % 1000) / 10);
+  static const std::string device = pacts_peer::device_name();
+  static const std::string driver = pacts_peer::driver_version();
+  static const std::string runtime = pacts_peer::runtime_version();
   pacts_backend_v2 d{};
   d.v1.abi_version = PACTS_BACKEND_ABI_VERSION;
   d.v1.descriptor_bytes = sizeof(pacts_backend_v2);
