@@ -75,9 +75,19 @@ std::vector<pacts_format> requant_formats(const spec::QueryRequantRule& rule) {
   return formats;
 }
 
+// The KV formats of a per-format floor of P's rounding.
+std::vector<pacts_format> floor_formats(const spec::FormatPFloor& floor) {
+  std::vector<pacts_format> formats;
+  for (int f = 0; f < 32; ++f)
+    if ((floor.kv_formats >> f) & 1u) formats.push_back(static_cast<pacts_format>(f));
+  return formats;
+}
+
 json profile_json(const spec::NumericsProfile& p) {
   return {{"name", p.name},         {"u_logit", p.u_logit},     {"u_q", p.u_q},
           {"u_p", p.u_p},           {"eta_p", p.eta_p},
+          {"eta_p_formats", {{"eta_p", p.eta_p_formats.eta_p},
+                             {"kv_formats", format_names(floor_formats(p.eta_p_formats))}}},
           {"p_rounded_in_denominator", p.p_rounded_in_denominator},
           {"u_acc", p.u_acc},       {"u_partial", p.u_partial}, {"eps_exp", p.eps_exp},
           {"eps_tanh", p.eps_tanh}, {"eps_log", p.eps_log},     {"ftz", p.ftz},
@@ -248,7 +258,12 @@ std::string to_markdown(const Report& r) {
     const spec::NumericsProfile& p = b.profile;
     md << "| numerics profile | " << cell(p.name) << ": u_logit " << ratio_text(p.u_logit)
        << ", u_q " << ratio_text(p.u_q) << ", u_p " << ratio_text(p.u_p) << ", eta_p "
-       << ratio_text(p.eta_p) << ", u_acc " << ratio_text(p.u_acc) << ", u_partial "
+       << ratio_text(p.eta_p)
+       << (p.eta_p_formats.kv_formats == 0
+               ? std::string()
+               : " (" + ratio_text(p.eta_p_formats.eta_p) + " for KV " +
+                     joined(format_names(floor_formats(p.eta_p_formats))) + ")")
+       << ", u_acc " << ratio_text(p.u_acc) << ", u_partial "
        << ratio_text(p.u_partial) << ", eps_exp " << ratio_text(p.eps_exp) << ", eps_tanh "
        << ratio_text(p.eps_tanh) << ", eps_log " << ratio_text(p.eps_log)
        << (p.p_rounded_in_denominator ? ", rounded P in the denominator" : "")

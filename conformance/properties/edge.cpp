@@ -398,7 +398,7 @@ std::pair<double, double> widened(const spec::NumericsProfile& prof, const pacts
   }
   const double gamma_acc = 2 * spec::gamma_n(double(visible + 4), prof.u_acc) +
                            4 * prof.u_partial + 2 * prof.eps_exp;
-  double w = (prof.u_p + gamma_acc) * hull.max_abs + prof.eta_p * hull.sum_abs;
+  double w = (prof.u_p + gamma_acc) * hull.max_abs + spec::eta_p_for(prof, p) * hull.sum_abs;
   if (prof.ftz) w += 2 * 0x1p-126;  // spec/tolerance.md §3.5
   lo -= w;
   hi += w;

@@ -782,6 +782,28 @@ spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
     prof.u_q = number("u_q");
     prof.u_p = number("u_p");
     prof.eta_p = number("eta_p");
+    if (f.has("eta_p_formats")) {  // optional: {"eta_p": x, "kv_formats": ["fp16", ...]}
+      const Json& floor = f.get("eta_p_formats");
+      if (!floor.is_object())
+        f.fail("eta_p_formats", floor, "expected an object {\"eta_p\": x, \"kv_formats\": [names]}");
+      io::Fields g(floor, "profile " + path, "eta_p_formats");
+      const Json& eta = g.get("eta_p");
+      if (!eta.is_number() || !std::isfinite(eta.get<double>()) || eta.get<double>() < 0)
+        g.fail("eta_p", eta, "expected a finite number >= 0");
+      prof.eta_p_formats.eta_p = eta.get<double>();
+      const Json& names = g.get("kv_formats");
+      if (!names.is_array()) g.fail("kv_formats", names, "expected an array of format names");
+      for (const Json& n : names) {
+        bool known = false;
+        for (const auto& [value, name] : io::kFormatNames)
+          if (n.is_string() && n.get<std::string>() == name) {
+            prof.eta_p_formats.kv_formats |= 1u << static_cast<int>(value);
+            known = true;
+          }
+        if (!known) g.fail("kv_formats", n, "unknown format name");
+      }
+      g.finish();
+    }
     prof.p_rounded_in_denominator = f.boolean("p_rounded_in_denominator");
     prof.u_acc = number("u_acc");
     prof.u_partial = number("u_partial");

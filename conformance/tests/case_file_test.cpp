@@ -1063,5 +1063,29 @@ TEST(JudgeProfile, ReadsEveryFieldAndRefusesMissingOrNegative) {
   EXPECT_FALSE(read_profile_file(path).is_ok());
 }
 
+TEST(JudgeProfile, ReadsAPerFormatFloorAndRefusesUnknownFormats) {
+  TempDir dir;
+  Json j = {{"name", "my-kernel"}, {"u_logit", 5.96e-8}, {"u_q", 0.0078125},
+            {"u_p", 0.0078125},    {"eta_p", 0},         {"p_rounded_in_denominator", false},
+            {"u_acc", 1.2e-7},     {"u_partial", 6e-8},  {"eps_exp", 2.4e-7},
+            {"eps_tanh", 2.4e-7},  {"eps_log", 1e-12},   {"ftz", false}};
+  j["eta_p_formats"] = {{"eta_p", 0x1p-40}, {"kv_formats", {"fp16", "e4m3fn"}}};
+  const std::string path = dir / "p.json";
+  std::ofstream(path) << j.dump();
+  auto p = read_profile_file(path);
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  EXPECT_EQ(p.value().eta_p_formats.eta_p, 0x1p-40);
+  EXPECT_EQ(p.value().eta_p_formats.kv_formats,
+            (1u << PACTS_FORMAT_FP16) | (1u << PACTS_FORMAT_E4M3FN));
+  j["eta_p_formats"]["kv_formats"] = {"fp17"};
+  std::ofstream(path) << j.dump();
+  auto bad = read_profile_file(path);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("fp17"), std::string::npos) << bad.status().message();
+  j["eta_p_formats"] = {{"eta_p", -1}, {"kv_formats", {"fp16"}}};
+  std::ofstream(path) << j.dump();
+  EXPECT_FALSE(read_profile_file(path).is_ok());
+}
+
 }  // namespace
 }  // namespace pacts::conformance

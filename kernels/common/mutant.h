@@ -168,7 +168,9 @@
   G(hip_mx_k_scales_rolled, "spec/operator.md §7, spec/formats.md §3",                             \
     "#7056 review in the HIP kernels: MXFP4 K block scales rolled by one block")                   \
   G(hip_v_tensor_scale_dropped, "spec/formats.md §3, spec/contract.md §2.1",                       \
-    "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")
+    "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")    \
+  G(hip_k_tensor_scale_dropped, "spec/formats.md §3, spec/contract.md §2.1",                       \
+    "a per-tensor K scale deferred to the logit (fp8 K as its exact codes) and never applied")
 
 namespace pacts::kernels::common {
 

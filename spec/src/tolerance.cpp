@@ -61,6 +61,12 @@ double gamma_n(double n, double u) {
   return nu >= 1.0 ? kInf : nu / (1.0 - nu);
 }
 
+double eta_p_for(const NumericsProfile& prof, const pacts_problem& problem) {
+  const int f = static_cast<int>(problem.kv_format);
+  const bool listed = f >= 0 && f < 32 && ((prof.eta_p_formats.kv_formats >> f) & 1u) != 0;
+  return listed ? std::fmax(prof.eta_p, prof.eta_p_formats.eta_p) : prof.eta_p;
+}
+
 double logit_error_bound(const NumericsProfile& prof, const pacts_problem& problem,
                          const BoundInputs& in) {
   const double s_abs = in.logit_abs_dot;
@@ -90,7 +96,8 @@ double output_bound(const NumericsProfile& prof, const pacts_problem& problem,
   // §3.3: P rounding; accumulation of numerator and denominator, the division, split partials.
   double relative = weights + prof.u_p + 2 * gamma_n(n + 4, prof.u_acc) + 4 * prof.u_partial +
                     2 * prof.eps_exp;
-  const double eta = prof.ftz ? std::fmax(prof.eta_p, kMinNormal32) : prof.eta_p;
+  const double eta_p = eta_p_for(prof, problem);
+  const double eta = prof.ftz ? std::fmax(eta_p, kMinNormal32) : eta_p;
   if (prof.p_rounded_in_denominator) relative += prof.u_p + n * eta;
   // §3.2: an infinite weight factor (a logit error too large for the weights to mean anything)
   // leaves the output anywhere in the hull of the visible V: an infinite term, even where A

@@ -46,6 +46,38 @@ TEST(Tolerance, WithinBoundClasses) {
   EXPECT_EQ(ratio, 0.0);
 }
 
+// spec/tolerance.md §2 eta_p_formats: the larger floor holds for the KV formats it lists, and
+// only there (a backend's coarser P on one path leaves the other formats' bound as tight as it was).
+TEST(Tolerance, PerFormatFloorOfPAppliesToItsFormatsOnly) {
+  NumericsProfile prof = fp32_profile();
+  prof.eta_p = std::ldexp(1.0, -133);
+  prof.eta_p_formats.kv_formats = 1u << PACTS_FORMAT_FP16 | 1u << PACTS_FORMAT_E5M2;
+  prof.eta_p_formats.eta_p = std::ldexp(1.0, -40);
+  pacts_problem p = make_problem(1, 1, 1, 1, 128, 16, 1, 1);
+  BoundInputs in;
+  in.abs_weighted_v = 1.0;
+  in.sum_abs_v = 1024.0;
+  in.logit_abs_dot = 4.0;
+  in.visible = 1024;
+  p.kv_format = PACTS_FORMAT_BF16;
+  EXPECT_EQ(eta_p_for(prof, p), std::ldexp(1.0, -133));
+  const double bf16_bound = output_bound(prof, p, in, 0.5);
+  p.kv_format = PACTS_FORMAT_FP16;
+  EXPECT_EQ(eta_p_for(prof, p), std::ldexp(1.0, -40));
+  const double fp16_bound = output_bound(prof, p, in, 0.5);
+  // The difference is the floor's term, eta_p V1, through the output rounding's (1 + u_out).
+  const double u_out = unit_roundoff(p.out_format);
+  EXPECT_NEAR(fp16_bound - bf16_bound,
+              (1 + u_out) * (std::ldexp(1.0, -40) - std::ldexp(1.0, -133)) * in.sum_abs_v,
+              1e-6 * (fp16_bound - bf16_bound));
+  p.kv_format = PACTS_FORMAT_E4M3FN;  // not listed
+  EXPECT_EQ(output_bound(prof, p, in, 0.5), bf16_bound);
+  // A listed floor below the profile's eta_p never tightens it.
+  prof.eta_p_formats.eta_p = std::ldexp(1.0, -200);
+  p.kv_format = PACTS_FORMAT_FP16;
+  EXPECT_EQ(eta_p_for(prof, p), std::ldexp(1.0, -133));
+}
+
 TEST(Tolerance, EmptyRowsAreExact) {
   const pacts_problem p = make_problem(1, 1, 1, 1, 64, 16, 1, 1);
   const BoundInputs empty{};

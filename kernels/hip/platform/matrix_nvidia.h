@@ -93,10 +93,15 @@ __device__ inline float2 f16x2_to_float2(uint32_t h) {
       : "r"(h));
   return make_float2(lo, hi);
 }
-__device__ inline float2 e4m3x2_to_float2(uint32_t codes) {
+// Two e4m3fn codes (the first in the low byte) as an fp16 pair (the first in the low half),
+// exactly: one conversion instruction.
+__device__ inline uint32_t e4m3x2_to_f16x2(uint32_t codes) {
   uint32_t h;
   asm("{\n.reg .b16 c;\ncvt.u16.u32 c, %1;\ncvt.rn.f16x2.e4m3x2 %0, c;\n}\n" : "=r"(h) : "r"(codes));
-  return f16x2_to_float2(h);
+  return h;
+}
+__device__ inline float2 e4m3x2_to_float2(uint32_t codes) {
+  return f16x2_to_float2(e4m3x2_to_f16x2(codes));
 }
 __device__ inline float2 e5m2x2_to_float2(uint32_t codes) {
   uint32_t h;
@@ -133,6 +138,17 @@ __device__ inline void mma_bf16_16816(float (&c)[4], const uint32_t (&a)[4], uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// c += A . B, fp16 operands, fp32 accumulation (mma.sync m16n8k16): the fragment layouts of
+// mma_bf16_16816.
+__device__ inline void mma_f16_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                     uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // The transpose of an 8 x 8 matrix of 16-bit elements held in the C-fragment layout (lane l: row
 // l / 4, columns 2 (l % 4) and + 1, the lower column in the low half), in the same layout.
 __device__ inline uint32_t movmatrix_trans(uint32_t x) {
@@ -146,6 +162,13 @@ __device__ inline uint32_t movmatrix_trans(uint32_t x) {
 __device__ inline uint32_t pack_bf16x2_rn(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// The same rounded to fp16 (RNE, subnormals kept, overflow gives Inf).
+__device__ inline uint32_t pack_f16x2_rn(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
 

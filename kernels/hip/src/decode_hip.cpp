@@ -187,7 +187,27 @@ detail::PoolParams pool_params(const pacts_view& data, const pacts_pool_layout& 
 // kVCodes (NVIDIA split kernels): V enters P.V as its codes (no scale, or a deferred per-tensor
 // scale), so the kernel holds that V path only (src/kernel_mma.h).
 // kNarrow: the bf16 kernel's transposed form for items of at most 8 rows (src/kernel_mma.h).
-template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false>
+// Whether a problem runs the split kernel with K as its codes and the K scale on the logit
+// (src/kernel_mma.h, kKLogit): e4m3fn and e5m2 K without a scale or with a per-tensor scale in
+// [2^-48, 1], in the kernels whose V enters as its codes (V without a scale or per tensor). The
+// plan's variant names it, since it changes the rounding of K. Timing experiment only (bench/
+// variant k_scaled): never, K scaled per element for every scale.
+bool k_scale_on_logit(pacts_format kv, pacts_scale_mode k_mode, float k_scale,
+                      pacts_scale_mode v_mode) {
+#if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_K_SCALED)
+  return (kv == PACTS_FORMAT_E4M3FN || kv == PACTS_FORMAT_E5M2) &&
+         (v_mode == PACTS_SCALE_NONE || v_mode == PACTS_SCALE_PER_TENSOR) &&
+         (k_mode == PACTS_SCALE_NONE ||
+          (k_mode == PACTS_SCALE_PER_TENSOR && k_scale >= 0x1p-48f && k_scale <= 1.0f));
+#else
+  (void)kv, (void)k_mode, (void)k_scale, (void)v_mode;
+  return false;
+#endif
+}
+
+// kKLogit: the split kernels of e4m3fn and e5m2 with K as its codes and the K scale on the logit.
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
+          bool kKLogit = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -199,7 +219,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 #elif PACTS_HIP_MATRIX_UNIT
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
-  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow>;
+  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit>;
   static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
@@ -241,14 +261,19 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   return spec::Status::ok();
 }
 
+
 // fp16 and fp8 pools: on NVIDIA one kernel per V path, V as codes (no scale, or a per-tensor
 // scale the kernel defers) or not (src/kernel_mma.h, kVCodes).
 template <int D, pacts_format kFormat, bool kSplit>
 spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
 #if PACTS_HIP_MATRIX_UNIT
-  if (prm.v.scale_mode == PACTS_SCALE_NONE || prm.v.scale_mode == PACTS_SCALE_PER_TENSOR)
+  if (prm.v.scale_mode == PACTS_SCALE_NONE || prm.v.scale_mode == PACTS_SCALE_PER_TENSOR) {
+    if constexpr (kSplit && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2))
+      if (k_scale_on_logit(kFormat, prm.k.scale_mode, prm.k.tensor_scale, prm.v.scale_mode))
+        return launch<D, kFormat, kSplit, true, false, true>(prm, items, merge_items, stream);
     return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
+  }
 #endif
   return launch<D, kFormat, kSplit>(prm, items, merge_items, stream);
 }
@@ -318,14 +343,21 @@ spec::Requirements requirements() { return {}; }
 //             pool without a scale is used as stored: exact). The bound charges the worst case,
 //             both operands rounded (spec/tolerance.md §2, u_q). bf16 has fp32's exponent range,
 //             so inside the range contract neither rounding overflows (R1, R3: <= 2^126).
-//   u_p       2^-8 would do: P = expf(s - shift) in fp32 rounded to bf16; V is not rounded (bf16
-//             codes as stored, or an fp16 / scaled element as the exact sum of two or three bf16
-//             parts, src/kernel_mma.h; a deferred per-tensor V scale multiplies the merged sum
-//             once in binary64, which adds 2^-53 inside u_acc's slack). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
+//   u_p       2^-8 would do: P = expf(s - shift) in fp32 rounded to bf16 (to fp16 of P * 2^15,
+//             2^-11, on the fp16 P.V path); V is not rounded (bf16 codes as stored, fp16 / fp8
+//             codes as fp16 on the fp16 P.V path, or a scaled element as the exact sum of two or
+//             three bf16 parts, src/kernel_mma.h; a deferred per-tensor V scale multiplies the
+//             merged sum once in binary64, which adds 2^-53 inside u_acc's slack). Declared 2^-7 + 2^-16 all the same, the same as u_q: one profile
 //             per backend, and it leaves room for a V part below bf16's normal range (a scaled V
 //             element under 2^-102 is not split: it takes the exact fp32 CUDA-core path).
 //   eta_p     2^-133: P's absolute rounding below bf16's normal range is at most 2^-134 (half the
 //             smallest subnormal), times 1 + u_V for a rounded V (spec/tolerance.md §3.3): 2^-133
+//   eta_p_formats  2^-40 for fp16, e4m3fn and e5m2 pools: their split kernels compute P.V on the
+//             fp16 matrix unit where V enters as its codes, with P as fp16 of P * 2^15
+//             (src/kernel_mma.h, kPvF16; the merge multiplies by 2^-15 exactly): below fp16's
+//             normal range (P < 2^-29) its absolute rounding is at most half the smallest
+//             subnormal, 2^-25, which is 2^-40 in P's units; V is exact there. A per-token V
+//             scale of those formats keeps bf16 P, within the larger floor
 //   p_rounded_in_denominator  false: l sums the fp32 P, before its rounding
 //   u_logit   2^-22, u_acc 2^-21: the tensor core adds the products of an MMA step to the fp32
 //             accumulator with alignment to the largest exponent and truncation (Fasi, Higham,
@@ -340,7 +372,8 @@ spec::Requirements requirements() { return {}; }
 //   eps_tanh  4 * 2^-24: CUDA tanhf within 2 ulp
 //   eps_log   2^-40: log and exp in binary64 (1 ulp)
 //   ftz       false: built without fast math (nvcc's default -ftz=false); the tensor cores keep
-//             bf16 subnormals
+//             bf16 and fp16 subnormal inputs (the fp16 P.V path relies on it for V codes and for P
+//             below 2^-29: PACTS-ACC-6 runs every V code, ACC-1 small weights on huge V)
 //
 // CUDA-core kernel (src/kernel.h, AMD until an MFMA kernel exists): the host kernels' numerics,
 // with the device's libm: fp32 throughout (u_logit = u_p = u_acc = u_partial = 2^-24, u_q = 0),
@@ -359,6 +392,12 @@ spec::NumericsProfile profile(const DeviceInfo& device) {
   prof.u_q = (1 + u_bf16) * (1 + u_bf16) - 1;
   prof.u_p = (1 + u_bf16) * (1 + u_bf16) - 1;
   prof.eta_p = std::ldexp(1.0, -133);
+#if PACTS_HIP_MATRIX_UNIT
+  // The fp16 P.V path (above): for the KV formats it serves.
+  prof.eta_p_formats.kv_formats =
+      1u << PACTS_FORMAT_FP16 | 1u << PACTS_FORMAT_E4M3FN | 1u << PACTS_FORMAT_E5M2;
+  prof.eta_p_formats.eta_p = std::ldexp(1.0, -40);
+#endif
   prof.p_rounded_in_denominator = false;
   prof.u_logit = std::ldexp(1.0, -22);
   prof.u_acc = std::ldexp(1.0, -21);
@@ -459,7 +498,11 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
 #endif
                 "/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
                 "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct") +
-                (batch_invariant ? "/invariant" : "");
+                (batch_invariant ? "/invariant" : "") +
+                (k_scale_on_logit(problem.kv_format, problem.k_scale_mode, problem.k_scale,
+                                  problem.v_scale_mode)
+                     ? "/k-logit"
+                     : "");
   return out;
 }
 
@@ -538,6 +581,21 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
     };
     prm.rows_bulk = PACTS_HIP_MATRIX_UNIT && p.kv_format == PACTS_FORMAT_BF16 &&
                     rows_whole(prm.k) && rows_whole(prm.v);
+    // The split kernels' rows (any format, any scale mode): a row of D elements (D / 2 bytes of
+    // e2m1) in one chunk, 16-byte aligned where it starts.
+    const int64_t unit_bytes =
+        p.kv_format == PACTS_FORMAT_BF16 || p.kv_format == PACTS_FORMAT_FP16 ? 2 : 1;
+    const int64_t row_units = p.kv_format == PACTS_FORMAT_E2M1 ? p.head_dim / 2 : p.head_dim;
+    const auto raw_whole = [&](const detail::PoolParams& pool) {
+      const bool contiguous = pool.chunk >= row_units || pool.s_chunk == pool.chunk;
+      return contiguous && reinterpret_cast<uintptr_t>(pool.data) % 16 == 0 &&
+             (pool.s_page * unit_bytes) % 16 == 0 && (pool.s_head * unit_bytes) % 16 == 0 &&
+             (pool.s_tok * unit_bytes) % 16 == 0;
+    };
+    prm.raw_bulk = PACTS_HIP_MATRIX_UNIT && raw_whole(prm.k) && raw_whole(prm.v);
+#if defined(PACTS_EXPERIMENT_RAW_CP_ASYNC)  // timing experiment only (bench/ variant raw_cp_async)
+    prm.raw_bulk = false;
+#endif
   }
   if (plan.num_partitions > 1) {
     const int64_t slots = int64_t{p.batch} * p.num_kv_heads * plan.num_partitions * rows;

@@ -16,12 +16,14 @@
 // tiles in flight while one is computed); contiguous, aligned rows move by one bulk copy each,
 // completing on the stage's transaction barrier, other layouts by 16-byte cp.async; a scaled K
 // with an unscaled V is decoded (stage_tile). Split kernels (fp16, fp8, MXFP4 or a scaled V): the
-// raw rows are staged as stored and the fragments decoded from them (issue_raw), K rounded once
-// to bf16 after the scale (common::scaled: the scale before any product with Q, spec/contract.md
-// §2.1 order 2), V kept in fp32 and fed as exact bf16 parts. Per tile: S = Q~ K^T (2 x D/16 MMAs),
-// soft-cap, the row max over the quad, common::SoftmaxState, P = expf(s - shift) in fp32 (summed
-// in fp32 into l), P rounded to bf16 as the A operand of P.V (D/8 MMAs, x3 split). No block-wide barrier in
-// the loop. At the end the warps' states are combined in binary64, in warp order, with
+// raw rows are staged as stored (rows of at least 256 bytes by bulk copies) and the fragments
+// decoded from them (issue_raw), K rounded once to bf16 after the scale (common::scaled: the scale
+// before any product with Q, spec/contract.md §2.1 order 2) or, for e4m3fn / e5m2 (kKLogit), fed
+// as its exact codes with the scale on the logit (order 4); V fed as exact bf16 parts, or as its
+// fp16 codes to the fp16 MMA (kPvF16). Per tile: S = Q~ K^T (2 x D/16 MMAs), soft-cap, the row
+// max over the quad, common::SoftmaxState, P = expf(s - shift) in fp32 (summed in fp32 into l), P
+// rounded to bf16 (fp16 of P * 2^15 on the fp16 path) as the A operand of P.V (D/8 MMAs, up to x3
+// split). No block-wide barrier in the loop. At the end the warps' states are combined in binary64, in warp order, with
 // common::merge (the partition merge's math): the result depends on the plan only (PACTS-META-2).
 //
 // Poison-proof by construction (spec/contract.md §1, §5): a K/V slot is loaded only for an owned
@@ -119,6 +121,10 @@ struct RawShape {
   static constexpr int kPoolBytes = kKeys * kRowStride;
   static constexpr int kStageBytes = 2 * kPoolBytes + 2 * kScaleFloats * 4;
   static constexpr int kStages = kIs16<kFormat> ? 2 : 4;
+  // Rows of at least 256 bytes move by one bulk copy each where the host allows it (p.raw_bulk):
+  // on an H100 that took fp16 at D 128 from 1353 to 969 us (B32 ctx16k, with the fp16 P.V),
+  // while 128-byte fp8 rows took 2 % longer and 64-byte MXFP4 rows 9 % (docs/kernel-design.md).
+  static constexpr bool kBulkRows = kRowBytes >= 256;
   static_assert(kKeys * kCopies % gpu::kWarpSize == 0 && kStageBytes % 16 == 0);
 };
 
@@ -146,7 +152,10 @@ struct MmaSmem {
     Final fin;
     MergeScratch merge;  // the in-launch merge (kFusedMerge, an experiment), after the store
   } u;
-  uint64_t bar[S::kWarps][S::kStages];  // bf16 kernel, bulk rows: one barrier per warp stage
+  // Bulk rows: one barrier per warp stage (the bf16 kernel's stages, or the split kernels' raw
+  // stages).
+  static constexpr int kBars = kSplitV ? R::kStages : S::kStages;
+  uint64_t bar[S::kWarps][kBars];
   __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }
   __device__ uint8_t* warp_area(int warp) { return reinterpret_cast<uint8_t*>(stage(warp)); }
   __device__ uint16_t* q() { return u.buf + kQAt / 2; }
@@ -334,13 +343,42 @@ __device__ inline void copy_raw16(const PoolParams& pool, int64_t row, int c, bo
 // 0 for an unowned key, or the MXFP4 key's e8m0 bytes, 4 to a word, 0x7F for an unowned key:
 // its elements are the kernel's zeros) and stored by store_scales one iteration later, when the
 // loads have landed: a store now would wait for them.
+//
+// Bulk rows (p.raw_bulk: every K and V row contiguous and 16-byte aligned, set by the host): as the
+// bf16 kernel's stage_tile, lane l copies the K row (l < 16) or the V row (l >= 16) of slot l % 16
+// with one bulk copy completing on the stage's barrier `bar`, whose one arrival (lane 0) announces
+// the owned rows' bytes; an unowned slot's row is zeroed by its lane.
 template <int D, pacts_format kFormat>
 __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8_t* stage,
-                          int lane, uint32_t (&carry)[RawShape<D, kFormat>::kCarryWords]) {
+                          int lane, uint32_t (&carry)[RawShape<D, kFormat>::kCarryWords],
+                          uint64_t* bar) {
   using R = RawShape<D, kFormat>;
+  const bool bulk = R::kBulkRows && p.raw_bulk;
+  if (bulk) {
+    const int slot = lane % R::kKeys;
+    const bool v_lane = lane >= R::kKeys;
+    const int64_t e = PACTS_SHFL(entry, slot);
+    const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < R::kKeys && entry >= 0);
+    uint8_t* dst = stage + (v_lane ? R::kPoolBytes : 0) + slot * R::kRowStride;
+    // This stage was last read (fragment loads) or zeroed as ordinary memory: those accesses
+    // come before the bulk copies' writes.
+    gpu::fence_proxy_async_shared();
+    PACTS_WARP_SYNC();
+    if (lane == 0) gpu::mbarrier_arrive_expect_tx(bar, __popc(owned) * 2u * R::kRowBytes);
+    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+#pragma unroll
+      for (int c = 0; c < R::kCopies; ++c)
+        *reinterpret_cast<uint4*>(dst + c * 16) = make_uint4(0, 0, 0, 0);
+    } else {
+      int64_t k_row = 0, v_row = 0;
+      kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
+      const uint8_t* src = (v_lane ? p.v.data : p.k.data) + (v_lane ? v_row : k_row) * R::kUnitBytes;
+      gpu::cp_async_bulk_row(dst, src, R::kRowBytes, bar);
+    }
+  }
   const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
 #pragma unroll
-  for (int n = 0; n < R::kLoads; ++n) {
+  for (int n = 0; n < (bulk ? 0 : R::kLoads); ++n) {
     const int idx = lane + n * gpu::kWarpSize;
     const int slot = idx / R::kCopies, c = idx % R::kCopies;
     uint8_t* kd = stage + slot * R::kRowStride + c * 16;
@@ -437,6 +475,49 @@ __device__ inline float raw_elem(const uint8_t* row, int d, float scale,
 template <pacts_format kFormat>
 inline constexpr bool kSplitKOrder = kFormat != PACTS_FORMAT_BF16;
 
+// P.V on the fp16 matrix unit (the split kernels of fp16, e4m3fn and e5m2 pools whose V enters
+// as its codes, kVCodes): every such code is an fp16 value, so V is fed as stored (fp16), or
+// through one exact conversion instruction per pair (e4m3fn), or as the high byte of an fp16
+// (e5m2), where the bf16 path decodes each element to fp32 and feeds it as exact bf16 parts (one
+// for fp8, two for fp16). P enters as fp16 of P * 2^15 instead of bf16 of P (P <= 1, so at most
+// 2^15 < 65504; relative rounding 2^-11, absolute 2^-40 in P's units below fp16's normal range),
+// and the merge takes the 2^-15 back exactly in binary64 with the deferred V scale
+// (spec/tolerance.md §3.3; the hip profile's eta_p_formats). The fnuz formats keep the bf16 path
+// (their bytes are no fp16 conversion's). Timing experiments only (bench/ variants pv_bf16 and
+// one_v_path): the bf16 path for every format.
+#if defined(PACTS_EXPERIMENT_PV_BF16) || defined(PACTS_EXPERIMENT_ONE_V_PATH)
+inline constexpr bool kPvF16Allowed = false;
+#else
+inline constexpr bool kPvF16Allowed = true;
+#endif
+template <pacts_format kFormat, bool kSplitV, bool kVCodes>
+inline constexpr bool kPvF16 =
+    kPvF16Allowed && kSplitV && kVCodes &&
+    (kFormat == PACTS_FORMAT_FP16 || kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2);
+// The exact power of two P is scaled by on that path, and its inverse.
+inline constexpr float kPvF16Up = 0x1p15f;
+inline constexpr double kPvF16Down = 0x1p-15;
+
+// Two V codes of the lane's pair of keys (the first in the low half) as the fp16 B-fragment word
+// of the fp16 P.V (kPvF16), exactly.
+template <pacts_format kFormat>
+__device__ inline uint32_t v_codes_f16x2(uint32_t c0, uint32_t c1) {
+  if constexpr (kFormat == PACTS_FORMAT_FP16) {
+    if (PACTS_MUTANT(fp16_subnormals_flushed))  // the mutant's decoder, as decode_kv's
+      return gpu::pack_f16x2_rn(decode_kv<kFormat>(c0), decode_kv<kFormat>(c1));
+    return c0 | c1 << 16;
+  } else if constexpr (kFormat == PACTS_FORMAT_E5M2) {
+    return c0 << 8 | c1 << 24;  // an e5m2 code is the high byte of the fp16 of the same value
+  } else {
+    if (PACTS_MUTANT(e4m3fn_read_as_fnuz)) {  // the mutant's decoder, as decode_kv2's
+      float x0 = 0.0f, x1 = 0.0f;
+      decode_kv2<kFormat>(c0, c1, x0, x1);
+      return gpu::pack_f16x2_rn(x0, x1);
+    }
+    return gpu::e4m3x2_to_f16x2(c0 | c1 << 8);
+  }
+}
+
 // A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter);
 // the code of element i of a chunk: segment_code (split_order.h).
 template <pacts_format kFormat, int kSegElems>
@@ -475,12 +556,25 @@ struct SplitSegment {
 // the same products in the same k order, and l sums the tile's P in the 16-row form's tree
 // (softmax_step_t), so the two forms give the same bits: PACTS-ACC-4 compares this kernel with
 // the split kernel of a scaled bf16 V, which keeps the 16-row form.
-template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false>
+//
+// kKLogit (split kernels of e4m3fn and e5m2 pools whose K has no scale or a per-tensor scale in
+// [2^-48, 1] and whose V enters as its codes, chosen by the host: decode_hip.cpp
+// k_scale_on_logit): K enters Q~ K^T as its codes, which are exact in bf16 (at most
+// 4 significant bits, within bf16's range), and the logit is multiplied once by the K scale in fp32
+// before the row's logit_down: S = (Q~ codes^T) k_scale, spec/contract.md §2.1. The scale <= 1
+// keeps every product at least as large as q~ times the scaled key (no new underflow), and
+// >= 2^-48 keeps the sum of D products within fp32 (R3: sum |q~ k| <= 2^64, so sum |q~ code| <=
+// 2^112). K is then not rounded at all (the declared u_q only loosens the bound) and the product
+// by the scale is a rounding the "+4" of gamma_{D+4}(u_logit) holds.
+template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
+          bool kKLogit = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
                                   MmaShape<D, kSplitV>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV>;
   static_assert(!kNarrow || (!kSplitV && D <= 128), "the transposed form: the bf16 kernel at D <= 128");
+  static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
+                "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
   extern __shared__ float4 smem_raw[];
   using Smem = MmaSmem<D, kSplitV, kFormat>;
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
@@ -584,6 +678,11 @@ split_kv_mma_kernel(const Params p) {
   }
   // exact: powers of two
   const float logit_down[2] = {1.0f / row_up[lrow[0]], 1.0f / row_up[lrow[1]]};
+  // kKLogit: the K scale, applied to the logit (1 without a scale).
+  const float k_logit = !kKLogit || p.k.scale_mode != PACTS_SCALE_PER_TENSOR ||
+                                PACTS_MUTANT(hip_k_tensor_scale_dropped)
+                            ? 1.0f
+                            : p.k.tensor_scale;
   __syncthreads();
   const int q_row = lane % 8 + ((lane / 8) % 2) * 8, q_chunk = lane / 16;
   uint32_t qa[S::kQInRegisters ? S::kKSteps : 1][4];
@@ -604,7 +703,9 @@ split_kv_mma_kernel(const Params p) {
       for (int kk = 0; kk < S::kKSteps; ++kk)
         gpu::ldmatrix_x4(qa[kk], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
     }
-    if constexpr (!kSplitV) gpu::fence_proxy_async_shared();  // bulk copies may overwrite Q~
+    // Bulk copies may overwrite Q~ (the bf16 kernel's stages; the split kernels' bulk rows fence
+    // in issue_raw, after this barrier, before their first copy).
+    if constexpr (!kSplitV) gpu::fence_proxy_async_shared();
     if (!PACTS_MUTANT(hip_q_barrier_dropped)) __syncthreads();  // the stages reuse Q~'s memory
   }
 
@@ -653,7 +754,7 @@ split_kv_mma_kernel(const Params p) {
       for (int x = 0; x < 4; ++x) {
         const int nt = x / 2, e = x % 2, col = nt * 8 + 2 * q4 + e;
         in[x] = col >= ja && col < jb;
-        sv[x] = sc[nt][2 * h + e] * logit_down[h];
+        sv[x] = (kKLogit ? sc[nt][2 * h + e] * k_logit : sc[nt][2 * h + e]) * logit_down[h];
         if (in[x] && p.softcap > 0.0f) sv[x] = common::soft_cap(sv[x], p.softcap);
         if (in[x]) tile_max = common::max_finite(tile_max, sv[x]);
       }
@@ -675,8 +776,13 @@ split_kv_mma_kernel(const Params p) {
           acc[n][2 * h + 1] *= step.alpha;
         }
       }
-      pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
-      pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
+      if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // fp16 of P * 2^15 (exact product)
+        pa[h] = gpu::pack_f16x2_rn(pv[0] * kPvF16Up, pv[1] * kPvF16Up);
+        pa[2 + h] = gpu::pack_f16x2_rn(pv[2] * kPvF16Up, pv[3] * kPvF16Up);
+      } else {
+        pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
+        pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
+      }
     }
   };
   // The same step in the transposed form (kNarrow): st holds S^T's C fragment, st[2 hk + e] the
@@ -853,13 +959,21 @@ split_kv_mma_kernel(const Params p) {
     // code is 2^-24), so the tiny test is skipped. Which of these paths a kernel takes is its
     // instantiation's (kVCodes, below); the host launches the one the V scale mode needs.
     const bool v_deferred = kFormat != PACTS_FORMAT_BF16 && p.v.scale_mode == PACTS_SCALE_PER_TENSOR;
+    uint64_t* const bars = sm.bar[warp];  // bulk rows: the barrier of stage i % kStages
+    const bool bulk = R::kBulkRows && p.raw_bulk;
+    if (bulk) {
+      if (lane == 0)
+        for (int i = 0; i < R::kStages; ++i) gpu::mbarrier_init(&bars[i], 1);
+      gpu::fence_mbarrier_init();
+      PACTS_WARP_SYNC();
+    }
     // The scales of the tile issued last, stored one iteration later (issue_raw).
     uint32_t carry[R::kCarryWords];
     int64_t entry = entry_of(tile);
 #pragma unroll 1
     for (int i = 0; i < R::kStages - 1; ++i) {  // the first tiles, their scales stored at once
       if (tile + i * S::kWarps < last) {
-        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i), lane, carry);
+        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i), lane, carry, &bars[i]);
         store_scales<D, kFormat>(stage_at(i), lane, carry);
       }
       gpu::cp_async_commit();
@@ -872,10 +986,17 @@ split_kv_mma_kernel(const Params p) {
       PACTS_WARP_SYNC();  // every lane is done with the previous tile's stage, which ahead takes
       if (carried) store_scales<D, kFormat>(stage_at(i + R::kStages - 2), lane, carry);
       carried = ahead < last;
-      if (carried) issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i + R::kStages - 1), lane, carry);
+      if (carried)
+        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i + R::kStages - 1), lane, carry,
+                              &bars[(i + R::kStages - 1) % R::kStages]);
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
-      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) gpu::cp_async_wait<R::kStages - 1>();
+      if (!PACTS_MUTANT(hip_cp_async_wait_skipped)) {
+        if (bulk)  // tile i: stage i % kStages, its barrier's phase (i / kStages) % 2
+          gpu::mbarrier_wait_parity(&bars[i % R::kStages], static_cast<uint32_t>(i / R::kStages) & 1u);
+        else
+          gpu::cp_async_wait<R::kStages - 1>();
+      }
       PACTS_WARP_SYNC();  // the tile's copies, stores and scales are visible to the whole warp
       const uint8_t* kr = stage_at(i);
       const uint8_t* vr = kr + R::kPoolBytes;
@@ -926,6 +1047,12 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
               for (int f = 0; f < 2; ++f) {
                 const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
+                if constexpr (kKLogit) {  // the codes, exact in bf16 (the scale is the logit's)
+                  float x0 = 0.0f, x1 = 0.0f;
+                  decode_kv2<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1), x0, x1);
+                  bk[2 * h + f] = gpu::pack_bf16x2_rn(x0, x1);
+                  continue;
+                }
                 const float2 x = pair_of<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1),
                                                   kd0 + at, kd0 + at + 1, scale[h], scale[h], k_order);
                 bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
@@ -963,6 +1090,14 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
           for (int i = 0; i < Seg::kChunkElems; ++i) {
             const int n = c * Seg::kChunkElems + i;
+            if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // the codes as fp16, one MMA
+              const uint32_t b0 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[0], i),
+                                                         segment_code<kFormat>(w[1], i));
+              const uint32_t b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i),
+                                                         segment_code<kFormat>(w[3], i));
+              gpu::mma_f16_16816(acc[n], pa, b0, b1);
+              continue;
+            }
             float v[4];
 #pragma unroll
             for (int x = 0; x < 4; x += 2) {
@@ -1082,6 +1217,7 @@ split_kv_mma_kernel(const Params p) {
     if (kFormat != PACTS_FORMAT_BF16 && p.v.scale_mode == PACTS_SCALE_PER_TENSOR &&
         !PACTS_MUTANT(hip_v_tensor_scale_dropped))
       v_factor = p.v.tensor_scale;
+  if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) v_factor *= kPvF16Down;  // exact: P's 2^15
   merge_warps_and_store<D, S::kWarps, S::kThreads>(p, fin, b, kv_head, z, r0, rows, nonempty, direct, t,
                                                    v_factor);
   // The sequence was valid (an invalid one returned above): its length is read again rather than

@@ -53,6 +53,9 @@ struct Params {
   // bf16 K and V without a scale whose every row is contiguous and 16-byte aligned: the bf16
   // tile kernel moves them a row per bulk copy (src/kernel_mma.h, stage_tile).
   bool rows_bulk = false;
+  // The split kernels' raw stages likewise: every K and V row contiguous and 16-byte aligned,
+  // whatever the format and scales (src/kernel_mma.h, issue_raw).
+  bool raw_bulk = false;
   float* ws_acc = nullptr;   // [E][D]
   float* ws_m = nullptr;     // [E]
   float* ws_l = nullptr;     // [E]

@@ -10,6 +10,14 @@
 
 namespace pacts::spec {
 
+// A floor of P's rounding that holds only for some KV formats (spec/tolerance.md §2): a backend
+// whose kernels round P into a narrower format for those formats declares it here, and the other
+// formats keep the profile's eta_p. Bit f of kv_formats stands for pacts_format f.
+struct FormatPFloor {
+  uint32_t kv_formats = 0;
+  double eta_p = 0;
+};
+
 // How a backend rounds what it computes (spec/tolerance.md §2). Every field is a unit roundoff
 // (relative) or an absolute error; 0 means "exact / not done".
 struct NumericsProfile {
@@ -18,6 +26,7 @@ struct NumericsProfile {
   double u_q = 0;         // relative rounding of the (scaled) query before Q.K (0: not rounded)
   double u_p = 0;         // relative rounding of P before P.V (bf16 P: 2^-8)
   double eta_p = 0;       // absolute per-key floor of that rounding (fp8 P: its subnormal floor)
+  FormatPFloor eta_p_formats;  // a larger floor for the KV formats it lists (eta_p_for)
   bool p_rounded_in_denominator = false;  // the softmax denominator sums the rounded P
   double u_acc = 0;       // real precision of the P.V and denominator accumulation
   double u_partial = 0;   // rounding of stored partials (max, sum, accumulator) when split
@@ -52,6 +61,10 @@ double unit_roundoff(pacts_format f);
 
 // gamma_n(u) = n u / (1 - n u), +inf when n u >= 1 (Higham §3.1).
 double gamma_n(double n, double u);
+
+// The floor of P's rounding that holds for `problem`: the profile's eta_p, or its per-format
+// floor where the problem's kv_format is listed there and that floor is larger (§2).
+double eta_p_for(const NumericsProfile& prof, const pacts_problem& problem);
 
 // Delta: bound on the absolute error of every logit of the row (spec/tolerance.md §3.1).
 double logit_error_bound(const NumericsProfile& prof, const pacts_problem& problem,
