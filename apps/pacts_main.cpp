@@ -1,4 +1,9 @@
-// pacts: replays cases anywhere (spec/case_files.md).
+// pacts: one program for users. `pacts case ...` replays cases anywhere (spec/case_files.md);
+// the other subcommands run the suite's programs, found beside this one (an installed bin/) or in
+// their build folders, with the remaining arguments (docs/usage.md):
+//   pacts qualify ...      pacts-qualify      pacts conformance ...  pacts-conformance
+//   pacts fuzz ...         pacts-fuzz         pacts bench ...        pacts-bench
+//   pacts mutate ...       pacts-mutate
 //   pacts case run FILE --backend NAME [--dump DIR]   one case file, judged by its property
 //   pacts case check FILE [--backend NAME]            one case file, every property
 //   pacts case run --inputs DIR --backend NAME --out DIR2
@@ -21,12 +26,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -282,10 +293,60 @@ int check_case_file(const std::string& path, const std::string& backend_name) {
 
 }  // namespace
 
+// The subcommands that are programs of their own: name, program, its build folder (apps/).
+struct Program {
+  const char* command;
+  const char* program;
+  const char* folder;
+  const char* what;
+};
+constexpr std::array<Program, 5> kPrograms = {{
+    {"qualify", "pacts-qualify", "conformance",
+     "qualify backends against the whole catalogue and write the report (README)"},
+    {"conformance", "pacts-conformance", "conformance", "the catalogue as gtest tests"},
+    {"fuzz", "pacts-fuzz", "fuzz", "fuzz campaigns (fuzz/README.md)"},
+    {"bench", "pacts-bench", "bench", "timing behind the conformance gate (docs/bench.md)"},
+    {"mutate", "pacts-mutate", "mutation", "the catalogue against the kernels' mutants"},
+}};
+
+// Runs `program` in place of this process with argv[2..]: looked for beside this executable
+// (an installed bin/), then in its build folder (build/tools/pacts next to build/<folder>/).
+// Returns only when it cannot be run (exit 2, naming every place looked at).
+int exec_program(const Program& prog, int argc, char** argv) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path here = ec ? fs::path(argv[0]).parent_path() : self.parent_path();
+  const std::vector<fs::path> candidates = {here / prog.program,
+                                            here.parent_path() / prog.folder / prog.program};
+  for (const fs::path& c : candidates) {
+    if (::access(c.c_str(), X_OK) != 0) continue;
+    std::vector<char*> args;
+    std::string name = c.string();
+    args.push_back(name.data());
+    for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    ::execv(name.c_str(), args.data());
+    std::fprintf(stderr, "pacts %s: cannot run %s: %s\n", prog.command, name.c_str(),
+                 std::strerror(errno));
+    return kExitUsage;
+  }
+  std::fprintf(stderr, "pacts %s: %s not found; looked for %s and %s (build it, or install pacts)\n",
+               prog.command, prog.program, candidates[0].c_str(), candidates[1].c_str());
+  return kExitUsage;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2)
+    for (const Program& prog : kPrograms)
+      if (std::strcmp(argv[1], prog.command) == 0) return exec_program(prog, argc, argv);
   pacts::backends::register_all();
-  CLI::App app{"pacts: replay paged-attention decode cases (spec/case_files.md)"};
+  CLI::App app{"pacts: the conformance suite for paged-attention decode kernels (docs/usage.md)"};
   app.require_subcommand(1);
+  // Listed for --help; main() runs them before parsing (exec_program).
+  for (const Program& prog : kPrograms)
+    app.add_subcommand(prog.command, std::string(prog.what) + " (runs " + prog.program + ")")
+        ->allow_extras();
   CLI::App* cases = app.add_subcommand("case", "run or check one case");
   cases->require_subcommand(1);
 
