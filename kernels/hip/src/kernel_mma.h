@@ -98,8 +98,9 @@ struct MmaShape {
 };
 
 // The split kernels' stages (kSplitV): a warp's tile of K and V rows exactly as the pool stores
-// them, moved by 16-byte cp.async copies where the layout keeps 16 bytes together (the loads of
-// load_raw8 otherwise), rows padded by 16 bytes so that the fragment reads of a warp hit distinct
+// them, moved by one bulk copy per row where a row of at least 256 bytes is contiguous and aligned
+// (kBulkRows, p.raw_bulk), else by 16-byte cp.async copies where the layout keeps 16 bytes
+// together (the loads of load_raw8 otherwise), rows padded by 16 bytes so that the fragment reads of a warp hit distinct
 // banks; then the keys' fp32 scales (one per key, or per key and block of 32 for MXFP4, the e8m0
 // byte decoded). The MMA fragments are decoded from there (k_pair, v_elem): nothing decoded is
 // stored. kStages tiles in flight per warp: 2 of 16-bit codes, 4 of fp8 / e2m1 (about the same
