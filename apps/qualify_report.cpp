@@ -67,27 +67,25 @@ json capabilities_json(const Capabilities& c) {
 }
 
 // The KV formats a query requantisation rule applies to (spec/tolerance.md §2.1).
-std::vector<pacts_format> requant_formats(const spec::QueryRequantRule& rule) {
+// The formats whose bits (spec::format_bit) a mask holds.
+std::vector<pacts_format> formats_in(uint32_t mask) {
   std::vector<pacts_format> formats;
   for (int f = 0; f < 32; ++f)
-    if (spec::requantises(rule, static_cast<pacts_format>(f)))
+    if ((mask & spec::format_bit(static_cast<pacts_format>(f))) != 0)
       formats.push_back(static_cast<pacts_format>(f));
   return formats;
 }
 
-// The KV formats of a per-format floor of P's rounding.
-std::vector<pacts_format> floor_formats(const spec::FormatPFloor& floor) {
-  std::vector<pacts_format> formats;
-  for (int f = 0; f < 32; ++f)
-    if ((floor.kv_formats >> f) & 1u) formats.push_back(static_cast<pacts_format>(f));
-  return formats;
+std::vector<pacts_format> requant_formats(const spec::QueryRequantRule& rule) {
+  return rule.kind == spec::QueryRequant::kNone ? std::vector<pacts_format>{}
+                                                : formats_in(rule.kv_formats);
 }
 
 json profile_json(const spec::NumericsProfile& p) {
   return {{"name", p.name},         {"u_logit", p.u_logit},     {"u_q", p.u_q},
           {"u_p", p.u_p},           {"eta_p", p.eta_p},
           {"eta_p_formats", {{"eta_p", p.eta_p_formats.eta_p},
-                             {"kv_formats", format_names(floor_formats(p.eta_p_formats))}}},
+                             {"kv_formats", format_names(formats_in(p.eta_p_formats.kv_formats))}}},
           {"p_rounded_in_denominator", p.p_rounded_in_denominator},
           {"u_acc", p.u_acc},       {"u_partial", p.u_partial}, {"eps_exp", p.eps_exp},
           {"eps_tanh", p.eps_tanh}, {"eps_log", p.eps_log},     {"ftz", p.ftz},
@@ -262,7 +260,7 @@ std::string to_markdown(const Report& r) {
        << (p.eta_p_formats.kv_formats == 0
                ? std::string()
                : " (" + ratio_text(p.eta_p_formats.eta_p) + " for KV " +
-                     joined(format_names(floor_formats(p.eta_p_formats))) + ")")
+                     joined(format_names(formats_in(p.eta_p_formats.kv_formats))) + ")")
        << ", u_acc " << ratio_text(p.u_acc) << ", u_partial "
        << ratio_text(p.u_partial) << ", eps_exp " << ratio_text(p.eps_exp) << ", eps_tanh "
        << ratio_text(p.eps_tanh) << ", eps_log " << ratio_text(p.eps_log)

@@ -797,7 +797,7 @@ spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
         bool known = false;
         for (const auto& [value, name] : io::kFormatNames)
           if (n.is_string() && n.get<std::string>() == name) {
-            prof.eta_p_formats.kv_formats |= 1u << static_cast<int>(value);
+            prof.eta_p_formats.kv_formats |= spec::format_bit(value);
             known = true;
           }
         if (!known) g.fail("kv_formats", n, "unknown format name");

@@ -1,6 +1,7 @@
 // spec/tolerance.md as code. The derivation of each term is in the document; the comments here
 // name the section.
 #include <pacts/spec/formats.h>
+#include <pacts/spec/requant.h>
 #include <pacts/spec/tolerance.h>
 
 #include <cmath>
@@ -62,8 +63,7 @@ double gamma_n(double n, double u) {
 }
 
 double eta_p_for(const NumericsProfile& prof, const pacts_problem& problem) {
-  const int f = static_cast<int>(problem.kv_format);
-  const bool listed = f >= 0 && f < 32 && ((prof.eta_p_formats.kv_formats >> f) & 1u) != 0;
+  const bool listed = (prof.eta_p_formats.kv_formats & format_bit(problem.kv_format)) != 0;
   return listed ? std::fmax(prof.eta_p, prof.eta_p_formats.eta_p) : prof.eta_p;
 }
 

@@ -573,26 +573,23 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
   prm.v = pool_params(buffers.v, p.v_layout, p.v_scale_mode, p.nibble_order, p.v_scale,
                       buffers.v_scale, p.v_scale_layout);
   {
-    const auto rows_whole = [&](const detail::PoolParams& pool) {
-      const bool contiguous = pool.chunk >= p.head_dim || pool.s_chunk == pool.chunk;
-      return contiguous && reinterpret_cast<uintptr_t>(pool.data) % 16 == 0 &&
-             pool.s_page % 8 == 0 && pool.s_head % 8 == 0 && pool.s_tok % 8 == 0 &&
-             pool.scale_mode == PACTS_SCALE_NONE;
-    };
-    prm.rows_bulk = PACTS_HIP_MATRIX_UNIT && p.kv_format == PACTS_FORMAT_BF16 &&
-                    rows_whole(prm.k) && rows_whole(prm.v);
-    // The split kernels' rows (any format, any scale mode): a row of D elements (D / 2 bytes of
-    // e2m1) in one chunk, 16-byte aligned where it starts.
+    // Whether every row of a pool is one contiguous run of bytes, 16-byte aligned where it starts
+    // (a row of D elements, D / 2 bytes of e2m1, in one chunk): one bulk copy per row. The bf16
+    // kernel takes such rows when neither pool has a scale (rows_bulk), the split kernels
+    // whatever the format and scales (raw_bulk).
     const int64_t unit_bytes =
         p.kv_format == PACTS_FORMAT_BF16 || p.kv_format == PACTS_FORMAT_FP16 ? 2 : 1;
     const int64_t row_units = p.kv_format == PACTS_FORMAT_E2M1 ? p.head_dim / 2 : p.head_dim;
-    const auto raw_whole = [&](const detail::PoolParams& pool) {
+    const auto rows_whole = [&](const detail::PoolParams& pool) {
       const bool contiguous = pool.chunk >= row_units || pool.s_chunk == pool.chunk;
       return contiguous && reinterpret_cast<uintptr_t>(pool.data) % 16 == 0 &&
              (pool.s_page * unit_bytes) % 16 == 0 && (pool.s_head * unit_bytes) % 16 == 0 &&
              (pool.s_tok * unit_bytes) % 16 == 0;
     };
-    prm.raw_bulk = PACTS_HIP_MATRIX_UNIT && raw_whole(prm.k) && raw_whole(prm.v);
+    const bool whole = PACTS_HIP_MATRIX_UNIT && rows_whole(prm.k) && rows_whole(prm.v);
+    prm.rows_bulk = whole && p.kv_format == PACTS_FORMAT_BF16 &&
+                    prm.k.scale_mode == PACTS_SCALE_NONE && prm.v.scale_mode == PACTS_SCALE_NONE;
+    prm.raw_bulk = whole;
 #if defined(PACTS_EXPERIMENT_RAW_CP_ASYNC)  // timing experiment only (bench/ variant raw_cp_async)
     prm.raw_bulk = false;
 #endif

@@ -12,7 +12,7 @@ namespace pacts::spec {
 
 // A floor of P's rounding that holds only for some KV formats (spec/tolerance.md §2): a backend
 // whose kernels round P into a narrower format for those formats declares it here, and the other
-// formats keep the profile's eta_p. Bit f of kv_formats stands for pacts_format f.
+// formats keep the profile's eta_p. kv_formats holds spec::format_bit of each listed format.
 struct FormatPFloor {
   uint32_t kv_formats = 0;
   double eta_p = 0;
