@@ -31,7 +31,8 @@
 #if !defined(PACTS_QUALIFY_EXE) || !defined(PACTS_MUSTPASS_DIR) || !defined(PACTS_TEST_OUT) || \
     !defined(PACTS_PLUGIN_GOOD) || !defined(PACTS_PLUGIN_DROP_SINKS) ||                       \
     !defined(PACTS_PLUGIN_ABI99) || !defined(PACTS_PLUGIN_NO_ENTRY) ||                        \
-    !defined(PACTS_PLUGIN_BAD_PAGE) || !defined(PACTS_PLUGIN_V1)
+    !defined(PACTS_PLUGIN_BAD_PAGE) || !defined(PACTS_PLUGIN_V1) ||                          \
+    !defined(PACTS_PLUGIN_V2) || !defined(PACTS_PLUGIN_TIMED_NO_RELEASE)
 #error "the build defines the paths of pacts-qualify, the mustpass set and the test plugins"
 #endif
 
@@ -43,7 +44,9 @@ using backends::kPluginPrefix;
 using backends::load_plugin_backend;
 using backends::make_host_backend;
 using backends::plugin_info;
+using backends::plugin_timed_calls;
 using backends::PluginInfo;
+using backends::prepare_timed_call;
 using nlohmann::json;
 
 // make_backend() knows the names the backends register: the test registers them as a program's
@@ -99,7 +102,7 @@ TEST(PluginLoader, DeclaresWhatTheHostBackendDeclares) {
   const PluginInfo* info = plugin_info(*plugin);
   ASSERT_NE(info, nullptr);
   EXPECT_EQ(info->declared, "host-plugin");
-  EXPECT_EQ(info->abi_version, 2u);
+  EXPECT_EQ(info->abi_version, 3u);
   EXPECT_EQ(plugin->name(), std::string(kPluginPrefix) + info->path);
   EXPECT_EQ(plugin_info(*make_host_backend()), nullptr);
 
@@ -162,6 +165,80 @@ TEST(PluginLoader, VersionOnePluginsStillLoad) {
   EXPECT_TRUE(v2->capabilities().batch_invariant);
   EXPECT_EQ(plugin->capabilities().kv_formats, v2->capabilities().kv_formats);
   EXPECT_EQ(plugin->profile().u_acc, v2->profile().u_acc);
+}
+
+// A version 2 plugin (built before the timed calls) still loads, with its extension, and has no
+// timed calls; the version 3 example has them, in host memory.
+TEST(PluginLoader, VersionTwoPluginsStillLoad) {
+  auto plugin = load_or_fail(PACTS_PLUGIN_V2);
+  ASSERT_NE(plugin, nullptr);
+  const PluginInfo* info = plugin_info(*plugin);
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->declared, "host-plugin-v2");
+  EXPECT_EQ(info->abi_version, 2u);
+  EXPECT_TRUE(plugin->capabilities().batch_invariant);
+  EXPECT_FALSE(plugin_timed_calls(*plugin).has_value());
+  pacts_problem p{};
+  pacts_buffers b{};
+  const auto refused = prepare_timed_call(*plugin, p, b, nullptr, nullptr);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), spec::Code::kNotSupported);
+  EXPECT_NE(refused.status().message().find("no timed calls"), std::string::npos);
+  const auto v3 = load_or_fail(PACTS_PLUGIN_GOOD);
+  ASSERT_NE(v3, nullptr);
+  const auto timed = plugin_timed_calls(*v3);
+  ASSERT_TRUE(timed.has_value());
+  EXPECT_FALSE(timed->device_memory);
+  EXPECT_FALSE(timed->graph_capturable);
+  EXPECT_FALSE(plugin_timed_calls(*make_host_backend()).has_value());
+}
+
+// The timed calls compute what run() computes: a mustpass case prepared once and enqueued
+// twice gives run()'s output bytes each time (the workspace poisoned in between by a run on
+// another problem would be the plugin's business: here the prepared call is released by it).
+TEST(PluginLoader, TimedCallsComputeWhatRunComputes) {
+  auto plugin = load_or_fail(PACTS_PLUGIN_GOOD);
+  ASSERT_NE(plugin, nullptr);
+  auto m = load_mustpass(PACTS_MUSTPASS_DIR);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  int compared = 0;
+  for (const MustpassEntry& e : m.value().entries) {
+    const CaseData c = e.file.spec.build();
+    if (c.problem.batch == 0) continue;
+    // run() first: the reference bytes of the same plugin.
+    CaseData ran = c;
+    std::fill(ran.out.begin(), ran.out.end(), uint8_t{0xA5});  // the gaps of out and lse too
+    std::fill(ran.lse.begin(), ran.lse.end(), uint8_t{0xA5});
+    pacts_buffers rb = ran.buffers();
+    const RunResult r = plugin->run(ran.problem, rb, PlanHint::automatic());
+    if (!r.status || r.device_error != 0) continue;  // refusals and invalid tables: not timed
+    CaseData timed = c;
+    pacts_buffers tb = timed.buffers();
+    auto call = prepare_timed_call(*plugin, timed.problem, tb,
+                                   static_cast<const int32_t*>(tb.block_table.data),
+                                   static_cast<const int32_t*>(tb.context_lens.data));
+    ASSERT_TRUE(call.is_ok()) << e.path << ": " << call.status().to_string();
+    EXPECT_EQ(call.value().plan().variant, r.plan.variant);
+    for (int round = 0; round < 2; ++round) {
+      std::fill(timed.out.begin(), timed.out.end(), uint8_t{0xA5});
+      std::fill(timed.lse.begin(), timed.lse.end(), uint8_t{0xA5});
+      ASSERT_TRUE(call.value().enqueue(nullptr).is_ok());
+      EXPECT_EQ(call.value().device_error(), 0u);
+      EXPECT_EQ(timed.out, ran.out) << e.path << " round " << round;
+      EXPECT_EQ(timed.lse, ran.lse) << e.path << " round " << round;
+    }
+    // Anything else run on the instance releases the prepared call first (backend_abi.h).
+    CaseData again = c;
+    pacts_buffers ab = again.buffers();
+    ASSERT_TRUE(plugin->run(again.problem, ab, PlanHint::automatic()).status.is_ok());
+    const spec::Status stale = call.value().enqueue(nullptr);
+    EXPECT_FALSE(stale.is_ok());
+    EXPECT_NE(stale.message().find("after its release"), std::string::npos);
+    int dummy = 0;
+    EXPECT_FALSE(call.value().enqueue(&dummy).is_ok());
+    ++compared;
+  }
+  EXPECT_GE(compared, 10);
 }
 
 // The same kernels under the same plan: every output and LSE byte must be identical once the
@@ -265,7 +342,10 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"NotALibrary", text_file(), {"not a loadable library"}},
         Refusal{"NoEntry", PACTS_PLUGIN_NO_ENTRY, {"symbol pacts_backend_entry not found"}},
         Refusal{"AbiVersion99", PACTS_PLUGIN_ABI99,
-                {"abi_version 99", "implements backend ABI versions 1 and 2"}},
+                {"abi_version 99", "implements backend ABI versions 1, 2 and 3"}},
+        Refusal{"TimedCallsWithoutRelease", PACTS_PLUGIN_TIMED_NO_RELEASE,
+                {"release is NULL with timed_calls = 1",
+                 "the four timed calls set exactly when timed_calls is 1"}},
         Refusal{"PageSize48", PACTS_PLUGIN_BAD_PAGE,
                 {"capabilities.max_page_size = 48", "a power of two from 8 to 256"}}),
     [](const ::testing::TestParamInfo<Refusal>& p) { return p.param.label; });

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -239,6 +240,29 @@ Status check_v2_extension_of(const Checker& c, const pacts_backend_v2_extension&
   return Status::ok();
 }
 
+// Version 3's extension (backend_abi.h, timed calls): flags 0 or 1, the memory kind one of the
+// enum's, and the four functions set exactly when timed_calls is 1.
+Status check_v3_extension_of(const Checker& c, const pacts_backend_v3_extension& in) {
+  if (in.reserved2 != 0) return c.refuse("reserved2 = " + std::to_string(in.reserved2) + ": accepted: 0");
+  for (const auto& [field, value] : {std::pair{"timed_calls", in.timed_calls},
+                                     std::pair{"graph_capturable", in.graph_capturable}})
+    if (value != 0 && value != 1)
+      return c.refuse(std::string(field) + " = " + std::to_string(value) + ": accepted: 0 or 1");
+  if (in.memory != PACTS_BACKEND_MEMORY_HOST && in.memory != PACTS_BACKEND_MEMORY_DEVICE)
+    return c.refuse("memory = " + std::to_string(static_cast<int64_t>(in.memory)) +
+                    ": accepted: 0 (host) or 1 (device)");
+  for (const auto& [field, fn] :
+       {std::pair{"prepare", reinterpret_cast<const void*>(in.prepare)},
+        std::pair{"enqueue", reinterpret_cast<const void*>(in.enqueue)},
+        std::pair{"device_error", reinterpret_cast<const void*>(in.device_error)},
+        std::pair{"release", reinterpret_cast<const void*>(in.release)}})
+    if ((fn != nullptr) != (in.timed_calls == 1))
+      return c.refuse(std::string(field) + " is " + (fn ? "set" : "NULL") + " with timed_calls = " +
+                      std::to_string(in.timed_calls) +
+                      ": accepted: the four timed calls set exactly when timed_calls is 1");
+  return Status::ok();
+}
+
 pacts_backend_plan_hint to_c(const PlanHint& hint) {
   switch (hint.kind) {
     case PlanHint::Kind::kPartitionSize: return {PACTS_HINT_PARTITION_SIZE, hint.value};
@@ -255,7 +279,10 @@ class PluginBackend final : public Backend {
                 PluginInfo info, Capabilities caps, spec::NumericsProfile profile)
       : library_(std::move(library)), api_(api), instance_(instance), info_(std::move(info)),
         caps_(std::move(caps)), profile_(std::move(profile)), device_(api->device) {}
-  ~PluginBackend() override { api_->destroy(instance_); }
+  ~PluginBackend() override {
+    release_prepared();
+    api_->destroy(instance_);
+  }
   PluginBackend(const PluginBackend&) = delete;
   PluginBackend& operator=(const PluginBackend&) = delete;
 
@@ -264,9 +291,60 @@ class PluginBackend final : public Backend {
   const Capabilities& capabilities() const override { return caps_; }
   const spec::NumericsProfile& profile() const override { return profile_; }
   const PluginInfo& info() const { return info_; }
+  const pacts_backend_v3_extension* timed() const { return timed_; }
+  void set_timed(const pacts_backend_v3_extension* timed) { timed_ = timed; }
+
+  // The timed calls (plugin.h prepare_timed_call): one prepared call at a time per instance.
+  spec::Result<PreparedCall> prepare(const pacts_problem& problem, const pacts_buffers& buffers,
+                                     const int32_t* host_table, const int32_t* host_lens,
+                                     const PlanHint& hint) {
+    if (timed_ == nullptr || timed_->timed_calls != 1)
+      return spec::not_supported("backend library " + info_.path +
+                                 ": no timed calls (backend ABI version 3, timed_calls 1)");
+    release_prepared();
+    const pacts_backend_plan_hint c_hint = to_c(hint);
+    pacts_backend_result result{};
+    pacts_backend_prepared* handle = nullptr;
+    timed_->prepare(instance_, &problem, &buffers, host_table, host_lens, &c_hint, &handle,
+                    &result);
+    RunResult r = from_c(result, "prepare");
+    if (r.status && r.device_error != 0)
+      r.status = spec::Status(spec::Code::kDeviceError,
+                              "backend library " + info_.path + ": prepare reported device error "
+                              "bits " + std::to_string(r.device_error));
+    if (!r.status) {
+      if (handle != nullptr) timed_->release(handle);  // the plugin's bug; nothing leaks
+      return r.status;
+    }
+    if (handle == nullptr)
+      return spec::Status(spec::Code::kInternal, "backend library " + info_.path +
+                                                     ": prepare returned PACTS_OK and no call");
+    prepared_ = handle;
+    ++generation_;
+    return PreparedCall(this, generation_, r.plan);
+  }
+  spec::Status enqueue(uint64_t generation, void* stream) {
+    if (generation != generation_ || prepared_ == nullptr)
+      return spec::Status(spec::Code::kInternal, "a prepared call used after its release");
+    char message[PACTS_BACKEND_MESSAGE_BYTES] = {};
+    const pacts_status_code code = timed_->enqueue(prepared_, stream, message, sizeof message);
+    if (code == PACTS_OK) return spec::Status::ok();
+    const spec::Code c = code >= PACTS_INVALID_ARGUMENT && code <= PACTS_INTERNAL
+                             ? static_cast<spec::Code>(code)
+                             : spec::Code::kInternal;
+    return spec::Status(c, "backend library " + info_.path + ": enqueue: " +
+                               bounded(message, sizeof message));
+  }
+  uint32_t device_error(uint64_t generation) {
+    return generation == generation_ && prepared_ != nullptr ? timed_->device_error(prepared_) : 0;
+  }
+  void release(uint64_t generation) {
+    if (generation == generation_) release_prepared();
+  }
 
   RunResult run(const pacts_problem& problem, const pacts_buffers& buffers,
                 const PlanHint& hint) override {
+    release_prepared();  // backend_abi.h: no prepared call outlives a run on its instance
     const pacts_backend_plan_hint c_hint = to_c(hint);
     pacts_backend_result result{};
     api_->run(instance_, &problem, &buffers, &c_hint, &result);
@@ -278,6 +356,7 @@ class PluginBackend final : public Backend {
                          const PlanHint& hint) override {
     if (api_->run_replayed == nullptr)  // plan_replay not declared: NotSupported
       return Backend::run_replayed(problem, buffers, replayed_context_lens, hint);
+    release_prepared();
     const pacts_backend_plan_hint c_hint = to_c(hint);
     pacts_backend_result result{};
     api_->run_replayed(instance_, &problem, &buffers, replayed_context_lens.data(),
@@ -312,8 +391,16 @@ class PluginBackend final : public Backend {
     return out;
   }
 
+  void release_prepared() {
+    if (prepared_ != nullptr) timed_->release(prepared_);
+    prepared_ = nullptr;
+  }
+
   Library library_;
   const pacts_backend_v1* api_;
+  const pacts_backend_v3_extension* timed_ = nullptr;  // version 3 plugins
+  pacts_backend_prepared* prepared_ = nullptr;
+  uint64_t generation_ = 0;
   pacts_backend_instance* instance_;
   PluginInfo info_;
   Capabilities caps_;
@@ -351,10 +438,12 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
     return c.refuse(std::string(PACTS_BACKEND_ENTRY_SYMBOL) + " returned NULL");
 
   // Only the two leading fields are read before the version is known (backend_abi.h).
-  if (api->abi_version != 1 && api->abi_version != 2)
+  if (api->abi_version < 1 || api->abi_version > 3)
     return c.refuse("abi_version " + std::to_string(api->abi_version) +
-                    ": this pacts implements backend ABI versions 1 and 2");
-  const size_t expected_bytes = api->abi_version == 1 ? sizeof(pacts_backend_v1) : sizeof(pacts_backend_v2);
+                    ": this pacts implements backend ABI versions 1, 2 and 3");
+  const size_t expected_bytes = api->abi_version == 1   ? sizeof(pacts_backend_v1)
+                                : api->abi_version == 2 ? sizeof(pacts_backend_v2)
+                                                        : sizeof(pacts_backend_v3);
   if (api->descriptor_bytes != expected_bytes)
     return c.refuse("descriptor_bytes " + std::to_string(api->descriptor_bytes) +
                     ": backend ABI version " + std::to_string(api->abi_version) + " has " +
@@ -383,10 +472,16 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
                     ": accepted: run_replayed set exactly when plan_replay is 1");
   spec::NumericsProfile profile;
   if (Status s = check_numerics_of(c, api->numerics, std::string(api->name), profile); !s) return s;
-  if (api->abi_version == 2) {
-    // The version 1 descriptor is the first member of the version 2 one (backend_abi.h).
+  if (api->abi_version >= 2) {
+    // The version 1 descriptor is the first member of the version 2 one, which is the first
+    // member of the version 3 one (backend_abi.h).
     const auto* v2 = reinterpret_cast<const pacts_backend_v2*>(api);
     if (Status s = check_v2_extension_of(c, v2->v2, profile, caps); !s) return s;
+  }
+  const pacts_backend_v3_extension* timed = nullptr;
+  if (api->abi_version >= 3) {
+    timed = &reinterpret_cast<const pacts_backend_v3*>(api)->v3;
+    if (Status s = check_v3_extension_of(c, *timed); !s) return s;
   }
 
   PluginInfo info;
@@ -408,13 +503,63 @@ spec::Result<std::unique_ptr<Backend>> load_plugin_backend(const std::string& pa
     return Status(code, "backend library " + absolute + ": create failed: " +
                             bounded(message, sizeof message));
   }
-  return std::unique_ptr<Backend>(std::make_unique<PluginBackend>(
-      std::move(library), api, instance, std::move(info), std::move(caps), std::move(profile)));
+  auto backend = std::make_unique<PluginBackend>(std::move(library), api, instance, std::move(info),
+                                                 std::move(caps), std::move(profile));
+  backend->set_timed(timed);
+  return std::unique_ptr<Backend>(std::move(backend));
 }
 
 const PluginInfo* plugin_info(const Backend& backend) {
   const auto* plugin = dynamic_cast<const PluginBackend*>(&backend);
   return plugin ? &plugin->info() : nullptr;
+}
+
+std::optional<TimedCalls> plugin_timed_calls(const Backend& backend) {
+  const auto* plugin = dynamic_cast<const PluginBackend*>(&backend);
+  if (plugin == nullptr || plugin->timed() == nullptr || plugin->timed()->timed_calls != 1)
+    return std::nullopt;
+  TimedCalls t;
+  t.device_memory = plugin->timed()->memory == PACTS_BACKEND_MEMORY_DEVICE;
+  t.graph_capturable = plugin->timed()->graph_capturable == 1;
+  return t;
+}
+
+spec::Result<PreparedCall> prepare_timed_call(Backend& backend, const pacts_problem& problem,
+                                              const pacts_buffers& buffers,
+                                              const int32_t* host_block_table,
+                                              const int32_t* host_context_lens,
+                                              const PlanHint& hint) {
+  auto* plugin = dynamic_cast<PluginBackend*>(&backend);
+  if (plugin == nullptr)
+    return spec::not_supported("backend " + backend.name() + ": not a plugin (timed calls are "
+                               "the plugin ABI's, version 3)");
+  return plugin->prepare(problem, buffers, host_block_table, host_context_lens, hint);
+}
+
+PreparedCall::PreparedCall(PreparedCall&& o) noexcept
+    : owner_(std::exchange(o.owner_, nullptr)), generation_(o.generation_), plan_(std::move(o.plan_)) {}
+
+PreparedCall& PreparedCall::operator=(PreparedCall&& o) noexcept {
+  if (this != &o) {
+    if (owner_ != nullptr) static_cast<PluginBackend*>(owner_)->release(generation_);
+    owner_ = std::exchange(o.owner_, nullptr);
+    generation_ = o.generation_;
+    plan_ = std::move(o.plan_);
+  }
+  return *this;
+}
+
+PreparedCall::~PreparedCall() {
+  if (owner_ != nullptr) static_cast<PluginBackend*>(owner_)->release(generation_);
+}
+
+spec::Status PreparedCall::enqueue(void* stream) {
+  if (owner_ == nullptr) return spec::Status(spec::Code::kInternal, "an empty prepared call");
+  return static_cast<PluginBackend*>(owner_)->enqueue(generation_, stream);
+}
+
+uint32_t PreparedCall::device_error() {
+  return owner_ == nullptr ? 0 : static_cast<PluginBackend*>(owner_)->device_error(generation_);
 }
 
 void register_plugin_backend() {

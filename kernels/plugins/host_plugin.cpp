@@ -9,6 +9,9 @@
 //   with has_sinks = 0), which spec/operator.md's softmax denominator forbids; PACTS-ACC-1 must fail.
 // - PACTS_PLUGIN_ABI_VERSION overrides the declared ABI version (the loader must refuse it).
 // - PACTS_PLUGIN_NO_ENTRY exports the descriptor under another name (the loader must refuse it).
+// - PACTS_PLUGIN_ABI_V1 / PACTS_PLUGIN_ABI_V2 build a version 1 / version 2 plugin (they must
+//   still load).
+// - PACTS_PLUGIN_TIMED_NO_RELEASE declares timed calls without release (the loader must refuse).
 // - PACTS_PLUGIN_MAX_PAGE_SIZE overrides the declared largest page size (48: the loader must
 //   refuse a capability the spec does not define).
 #include <pacts/backend_abi.h>
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -201,6 +205,81 @@ void run_replayed(pacts_backend_instance* self, const pacts_problem* problem,
   guarded(result, [&] { run_plan(self, problem, buffers, lens, count, hint, result); });
 }
 
+// Timed calls (backend ABI version 3), in host memory: prepare plans and keeps the views, enqueue
+// decodes into the caller's out (and lse). The workspace is poisoned once, in prepare.
+}  // namespace
+
+struct pacts_backend_prepared {
+  pacts_backend_instance* self = nullptr;
+  pacts::kernels::Plan plan;
+  pacts_buffers views{};
+  uint64_t bytes = 0;
+  uint32_t error_word = 0;
+};
+
+namespace {
+
+// [[maybe_unused]]: the version 1 and 2 test builds do not declare them.
+[[maybe_unused]] void prepare(pacts_backend_instance* self, const pacts_problem* problem,
+             const pacts_buffers* buffers, const int32_t* /*host_block_table: the same memory*/,
+             const int32_t* /*host_context_lens*/, const pacts_backend_plan_hint* hint,
+             pacts_backend_prepared** prepared, pacts_backend_result* result) {
+  *prepared = nullptr;
+  guarded(result, [&] {
+    const int32_t size =
+        hint->kind == PACTS_HINT_PARTITION_SIZE || hint->kind == PACTS_HINT_BATCH_INVARIANT
+            ? hint->value
+            : 0;
+    const int32_t parts = hint->kind == PACTS_HINT_PARTITIONS ? hint->value : 0;
+    auto plan = pacts::kernels::plan(*problem, self->device, size, parts,
+                                     hint->kind == PACTS_HINT_BATCH_INVARIANT);
+    if (!plan) {
+      result->status = static_cast<pacts_status_code>(plan.status().code());
+      set_text(result->message, sizeof result->message, plan.status().message());
+      return;
+    }
+    auto call = std::make_unique<pacts_backend_prepared>();
+    call->self = self;
+    call->plan = plan.value();
+    call->views = *buffers;
+    call->bytes = pacts::kernels::workspace_size(call->plan);
+    if (self->workspace.size() * sizeof(float) < call->bytes)
+      self->workspace.resize((call->bytes + 3) / 4);
+    if (call->bytes > 0) std::memset(self->workspace.data(), 0xFF, static_cast<size_t>(call->bytes));
+    result->status = PACTS_OK;
+    result->partition_size = call->plan.num_partitions > 1 ? call->plan.partition_size : 0;
+    result->max_partitions = call->plan.num_partitions;
+    set_text(result->variant, sizeof result->variant, call->plan.variant);
+    *prepared = call.release();
+  });
+}
+
+[[maybe_unused]] pacts_status_code enqueue(pacts_backend_prepared* call, void* stream, char* message,
+                          uint32_t bytes) {
+  if (stream != nullptr) {
+    set_text(message, bytes, "stream: accepted: NULL (a host-memory plugin)");
+    return PACTS_INVALID_ARGUMENT;
+  }
+  try {
+    call->error_word = 0;
+    const pacts::spec::Status s =
+        host::decode(call->plan, call->views, &call->error_word,
+                     call->bytes ? call->self->workspace.data() : nullptr, call->bytes);
+    if (!s) set_text(message, bytes, s.message());
+    return static_cast<pacts_status_code>(s.code());
+  } catch (const std::exception& e) {
+    set_text(message, bytes, std::string("host plugin: ") + e.what());
+    return PACTS_INTERNAL;
+  } catch (...) {
+    set_text(message, bytes, "host plugin: a non-standard exception");
+    return PACTS_INTERNAL;
+  }
+}
+
+[[maybe_unused]] uint32_t device_error(pacts_backend_prepared* call) { return call->error_word; }
+
+[[maybe_unused]] void release(pacts_backend_prepared* call) { delete call; }
+
 #ifdef PACTS_PLUGIN_FAULT_DROP_SINKS
 constexpr const char* kName = "host-plugin-drop-sinks";
 #elif defined(PACTS_PLUGIN_ABI_V1)
@@ -221,19 +300,40 @@ const pacts_backend_v1& descriptor() {
   };
   return d;
 }
-#else
-// Version 2: the version 1 descriptor, then the query requantisation (none: the host kernels
-// keep Q in fp32) and the batch-invariant plan, which the host kernels have.
+#elif defined(PACTS_PLUGIN_ABI_V2)
+// A version 2 plugin: the version 1 descriptor, then the query requantisation (none: the host
+// kernels keep Q in fp32) and the batch-invariant plan, which the host kernels have.
 const pacts_backend_v1& descriptor() {
   static const std::string device = host::device().name;
   static const pacts_backend_v2 d = {
-      {PACTS_PLUGIN_ABI_VERSION, sizeof(pacts_backend_v2), PACTS_ABI_VERSION, 0,
-       kName, device.c_str(), "", "", "1",
+      {2u, sizeof(pacts_backend_v2), PACTS_ABI_VERSION, 0,
+       "host-plugin-v2", device.c_str(), "", "", "1",
        capabilities(), numerics(),
        create, destroy, run, run_replayed},
       {PACTS_Q_REQUANT_NONE, 0, {}, 1, 0},
   };
   return d.v1;
+}
+#else
+// Version 3: version 2's descriptor, then the timed calls (host memory; nothing to capture).
+// PACTS_PLUGIN_TIMED_NO_RELEASE (a test build) declares timed calls without release: the
+// loader must refuse it.
+#ifdef PACTS_PLUGIN_TIMED_NO_RELEASE
+constexpr void (*kRelease)(pacts_backend_prepared*) = nullptr;
+#else
+constexpr void (*kRelease)(pacts_backend_prepared*) = release;
+#endif
+const pacts_backend_v1& descriptor() {
+  static const std::string device = host::device().name;
+  static const pacts_backend_v3 d = {
+      {{PACTS_PLUGIN_ABI_VERSION, sizeof(pacts_backend_v3), PACTS_ABI_VERSION, 0,
+        kName, device.c_str(), "", "", "1",
+        capabilities(), numerics(),
+        create, destroy, run, run_replayed},
+       {PACTS_Q_REQUANT_NONE, 0, {}, 1, 0}},
+      {1, PACTS_BACKEND_MEMORY_HOST, 0, 0, prepare, enqueue, device_error, kRelease},
+  };
+  return d.v2.v1;
 }
 #endif
 

@@ -1,4 +1,4 @@
-/* pacts external backend ABI, version 2: how a shared library presents its own paged-attention
+/* pacts external backend ABI, version 3: how a shared library presents its own paged-attention
  * decode kernel to pacts (pacts-qualify --backend-lib PATH, pacts-conformance --backend-lib PATH),
  * so a vendor qualifies its kernel without recompiling pacts.
  *
@@ -18,7 +18,10 @@
  * sizeof(pacts_backend_v1)) and still loads. A version 2 plugin returns the first member of a
  * pacts_backend_v2 (abi_version 2, descriptor_bytes sizeof(pacts_backend_v2)): the version 1
  * descriptor followed by the version 2 extension, the query requantisation rule of its numerics
- * (spec/tolerance.md §2.1) and the batch-invariant plan (spec/operator.md §11.1).
+ * (spec/tolerance.md §2.1) and the batch-invariant plan (spec/operator.md §11.1). A version 3
+ * plugin returns the first member of a pacts_backend_v3 (abi_version 3, descriptor_bytes
+ * sizeof(pacts_backend_v3)): version 2's descriptor followed by the timed calls (below), with
+ * which pacts-bench times the kernel beside pacts' own by the same method.
  *
  * Ownership:
  * - The descriptor and every string it points to belong to the plugin and must stay valid and
@@ -64,8 +67,8 @@ extern "C" {
 #endif
 
 /* The version of this header. Incremented on any change of a struct layout or a function's
- * meaning; pacts accepts exactly the versions its loader implements (today: 1 and 2). */
-#define PACTS_BACKEND_ABI_VERSION 2u
+ * meaning; pacts accepts exactly the versions its loader implements (today: 1, 2 and 3). */
+#define PACTS_BACKEND_ABI_VERSION 3u
 
 /* The one symbol a plugin exports. */
 #define PACTS_BACKEND_ENTRY_SYMBOL "pacts_backend_entry"
@@ -226,6 +229,66 @@ typedef struct pacts_backend_v2 {
   pacts_backend_v1 v1;  /* v1.abi_version = 2, v1.descriptor_bytes = sizeof(pacts_backend_v2) */
   pacts_backend_v2_extension v2;
 } pacts_backend_v2;
+
+/* Version 3: timed calls. run() includes the plugin's uploads, downloads and layout copies, so
+ * it cannot be timed as a decode call. The timed calls separate them: prepare() does everything
+ * that a serving stack does once (checks, the plan, copies of the inputs into layouts the kernel
+ * can address), enqueue() is the decode call alone, which pacts-bench times as it times pacts'
+ * own kernels (events around graph replays on its stream, the L2 flushed before each replay).
+ *
+ * Memory: with memory = PACTS_BACKEND_MEMORY_DEVICE every buffer of `buffers` is device memory of
+ * the GPU the instance runs on (a CUDA / HIP device pointer; pacts-bench allocates and fills it),
+ * and `stream` of enqueue() is a cudaStream_t / hipStream_t of that device, owned by pacts. With
+ * PACTS_BACKEND_MEMORY_HOST (a CPU kernel) the buffers are host memory and `stream` is NULL.
+ * `host_block_table` and `host_context_lens` are host copies of those two buffers (the same
+ * values), for planners that need them on the host, as serving stacks keep them.
+ *
+ * Ownership: the buffers passed to prepare() stay valid and unchanged (but for out and lse) until
+ * release(); the plugin may keep their addresses until then, and nothing after. The host copies
+ * are valid during prepare() only. A prepared call belongs to the instance that prepared it; at
+ * most one exists per instance at a time, and pacts releases it before calling run(),
+ * run_replayed() or destroy() on that instance.
+ *
+ * enqueue() writes out (and lse with want_lse) in the problem's layouts, as run() does, and does
+ * nothing else that outlives it: no allocation, no host synchronisation, no copy of an input, so
+ * that with graph_capturable = 1 pacts may capture it into a graph once and replay the graph. It
+ * may be called any number of times; each call computes the same result. A problem the plugin
+ * cannot time (a layout it would have to copy per call, for instance) is refused by prepare()
+ * with NotSupported and a message naming the field; prepare() answers refusals and device
+ * preconditions in `result` as run() does and then makes no prepared call. */
+typedef struct pacts_backend_prepared pacts_backend_prepared;
+
+typedef enum pacts_backend_memory {
+  PACTS_BACKEND_MEMORY_HOST = 0,    /* buffers in host memory, stream NULL */
+  PACTS_BACKEND_MEMORY_DEVICE = 1,  /* buffers in device memory, stream of that device */
+  PACTS_BACKEND_MEMORY_MAX_ENUM = 0x7FFFFFFF
+} pacts_backend_memory;
+
+typedef struct pacts_backend_v3_extension {
+  int32_t timed_calls;       /* 1: the four functions below are set; 0: all four are NULL */
+  pacts_backend_memory memory;
+  int32_t graph_capturable;  /* 0 or 1: enqueue() may be captured into a CUDA / HIP graph */
+  uint32_t reserved2;        /* 0 */
+  /* On success *prepared is set and result->status is PACTS_OK (result also names the plan and
+   * the variant that enqueue() runs); otherwise *prepared stays NULL. */
+  void (*prepare)(pacts_backend_instance* instance, const pacts_problem* problem,
+                  const pacts_buffers* buffers, const int32_t* host_block_table,
+                  const int32_t* host_context_lens, const pacts_backend_plan_hint* hint,
+                  pacts_backend_prepared** prepared, pacts_backend_result* result);
+  /* The decode call on `stream`; PACTS_OK, or the failure with a message. */
+  pacts_status_code (*enqueue)(pacts_backend_prepared* prepared, void* stream, char* message,
+                               uint32_t message_bytes);
+  /* After enqueue() (and the stream's work) completed: the device error bits of the last call
+   * (spec/contract.md §4), 0 when the kernel checks nothing. */
+  uint32_t (*device_error)(pacts_backend_prepared* prepared);
+  void (*release)(pacts_backend_prepared* prepared);
+} pacts_backend_v3_extension;
+
+/* The version 3 descriptor: its first member is what the entry point returns a pointer to. */
+typedef struct pacts_backend_v3 {
+  pacts_backend_v2 v2;  /* v2.v1.abi_version = 3, v2.v1.descriptor_bytes = sizeof(pacts_backend_v3) */
+  pacts_backend_v3_extension v3;
+} pacts_backend_v3;
 
 /* The type of the entry point, for dlsym. */
 typedef const pacts_backend_v1* (*pacts_backend_entry_fn)(void);

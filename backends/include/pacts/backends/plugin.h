@@ -6,7 +6,9 @@
 #include <pacts/conformance/backend.h>
 #include <pacts/spec/status.h>
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace pacts::backends {
@@ -33,6 +35,55 @@ spec::Result<std::unique_ptr<conformance::Backend>> load_plugin_backend(const st
 
 // The plugin's own account of itself, or nullptr when `backend` is not a plugin backend.
 const PluginInfo* plugin_info(const conformance::Backend& backend);
+
+// ---- Timed calls (backend ABI version 3): pacts-bench times a plugin's decode call alone ----
+
+// What a plugin's timed calls take: buffers in device memory (a GPU plugin: pacts-bench's device
+// allocations and stream) or host memory (a CPU plugin, stream NULL), and whether a graph may
+// capture enqueue().
+struct TimedCalls {
+  bool device_memory = false;
+  bool graph_capturable = false;
+};
+// nullopt when `backend` is not a plugin or declares no timed calls.
+std::optional<TimedCalls> plugin_timed_calls(const conformance::Backend& backend);
+
+// One prepared decode call of a plugin's instance (backend_abi.h: prepare, enqueue, release). It
+// is released on destruction, or earlier when the backend runs anything else on that instance
+// (then enqueue() answers Internal). It must not outlive the backend.
+class PreparedCall {
+ public:
+  PreparedCall(void* owner, uint64_t generation, conformance::PlanUsed plan)
+      : owner_(owner), generation_(generation), plan_(std::move(plan)) {}
+  PreparedCall(PreparedCall&& o) noexcept;
+  PreparedCall& operator=(PreparedCall&& o) noexcept;
+  PreparedCall(const PreparedCall&) = delete;
+  PreparedCall& operator=(const PreparedCall&) = delete;
+  ~PreparedCall();
+
+  // The decode call on `stream` (a cudaStream_t / hipStream_t, or nullptr for host memory).
+  spec::Status enqueue(void* stream);
+  // The device error bits of the last completed call (spec/contract.md §4).
+  uint32_t device_error();
+  // The plan and variant that prepare() reported.
+  const conformance::PlanUsed& plan() const { return plan_; }
+
+ private:
+  void* owner_;
+  uint64_t generation_;
+  conformance::PlanUsed plan_;
+};
+
+// prepare() of the plugin behind `backend` with these buffers (in the memory the plugin declares)
+// and host copies of the block table and the context lengths. Its refusals as run() gives them
+// (NotSupported, DeviceError for a precondition the plugin found, ...); NotSupported when the
+// backend is no plugin or has no timed calls.
+spec::Result<PreparedCall> prepare_timed_call(conformance::Backend& backend,
+                                              const pacts_problem& problem,
+                                              const pacts_buffers& buffers,
+                                              const int32_t* host_block_table,
+                                              const int32_t* host_context_lens,
+                                              const conformance::PlanHint& hint = {});
 
 // Registers the prefix "lib:" in the conformance registry: make_backend("lib:PATH") loads PATH
 // (a refusal is printed on stderr and makes no backend).
