@@ -2,9 +2,13 @@
 // same backend object in this process (docs/architecture.md: bench/ only times what the
 // checks passed).
 //
-//   pacts-bench --backend host|hip[:N] --set peers|models|grid|formats [--gate-cases N]
-//               [--only TEXT] [--limit N] [--repeats N] [--csv F] [--json F] [--svg F]
-//               [--baseline F] [--list]
+//   pacts-bench --backend host|hip[:N] [--backend lib:PATH ...] --set peers|models|grid|formats
+//               [--gate-cases N] [--only TEXT] [--limit N] [--repeats N] [--csv F] [--json F]
+//               [--svg F] [--baseline F] [--list]
+//
+// Further --backend lib:PATH: plugins with timed calls (backend ABI version 3), gated and timed
+// beside the first on the same inputs by the same method; the table ends with the side-by-side
+// comparison.
 //
 // Sets: peers (the H200 peers' grid), models (production configurations), grid (a ragged
 // sweep), formats (every KV format in NHD and vLLM's x-packed K / dim-major V, at one shape).
@@ -46,7 +50,11 @@ int main(int argc, char** argv) {
   uint64_t ceiling_mib = 0;
   double threshold = 5.0;
   bool list = false, no_unsafe = false;
-  app.add_option("--backend", backend, "host, hip, hip:N (GPU N), or <backend>+<fault>");
+  std::vector<std::string> backends_named;
+  app.add_option("--backend", backends_named,
+                 "host, hip, hip:N (GPU N), or <backend>+<fault>; repeatable: the first is timed "
+                 "behind the gate, each further one (lib:PATH, a plugin with timed calls) is "
+                 "gated and timed beside it on the same inputs");
   app.add_option("--set", set,
                  "shape set: peers, models, grid, formats (every KV format x layout nhd/vllm)");
   app.add_option("--gate-cases", o.gate_cases, "generated cases per property in the gate");
@@ -84,6 +92,10 @@ int main(int argc, char** argv) {
                  "time this one shape instead of a set: a label as the reports print it, e.g. "
                  "\"B32 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16\" (with --partitions N: that split)");
   CLI11_PARSE(app, argc, argv);
+  if (!backends_named.empty()) {
+    backend = backends_named.front();
+    o.beside.assign(backends_named.begin() + 1, backends_named.end());
+  }
   o.ceiling_bytes = ceiling_mib << 20;
   o.unsafe = !no_unsafe;
   o.suite_version = PACTS_SUITE_VERSION;

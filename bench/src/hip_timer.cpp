@@ -14,6 +14,7 @@
 
 #include "bench_timing.h"
 
+#include <pacts/backends/plugin.h>
 #include <pacts/spec/validate.h>
 
 #include <algorithm>
@@ -123,7 +124,8 @@ class HipTimer final : public Timer {
     return c;
   }
 
-  std::vector<Measurement> time(const Shape& shape, const Options& o) override {
+  std::vector<Measurement> time(const Shape& shape, const Options& o,
+                                const std::vector<Beside>& beside) override {
     std::vector<Measurement> out;
     const pacts_problem p = make_problem(shape);
     Inputs in;
@@ -134,6 +136,12 @@ class HipTimer final : public Timer {
       spec::Status status = uploaded ? time_variant(k, p, in, o, samples, plan) : uploaded;
       out.push_back(Measurement{k.variant, std::move(status), std::move(samples), std::move(plan)});
     }
+    for (const Beside& b : beside) {
+      Measurement m;
+      m.variant = b.variant;
+      m.status = uploaded ? time_beside(b, p, in, o, m.samples_us, m.plan) : uploaded;
+      out.push_back(std::move(m));
+    }
     return out;
   }
 
@@ -141,6 +149,7 @@ class HipTimer final : public Timer {
   struct Inputs {
     DeviceBuffer q, k, v, k_scale, v_scale, block_table, context_lens, sinks, out, error_word;
     pacts_buffers buffers{};
+    std::vector<int32_t> host_table, host_lens;  // the host copies a plugin's planner reads
   };
 
   spec::Status fill(DeviceBuffer& b, int byte) { return stream_.memset(b.data(), byte, b.bytes()); }
@@ -169,8 +178,10 @@ class HipTimer final : public Timer {
         {&in.v_scale, scale_format, 5},  {&in.sinks, PACTS_FORMAT_FP32, 6}};
     for (const auto& [b, f, salt] : fills)
       if (spec::Status s = fill_with(*b, f, seed * 16 + salt); !s) return s;
-    const std::vector<int32_t> table = block_table(p, seed);
-    const std::vector<int32_t> lens = context_lengths(shape, seed);
+    in.host_table = block_table(p, seed);
+    in.host_lens = context_lengths(shape, seed);
+    const std::vector<int32_t>& table = in.host_table;
+    const std::vector<int32_t>& lens = in.host_lens;
     if (spec::Status s = gpu::to_device(in.block_table.data(), table.data(), e.block_table); !s)
       return s;
     if (spec::Status s = gpu::to_device(in.context_lens.data(), lens.data(), e.context_lens); !s)
@@ -261,6 +272,59 @@ class HipTimer final : public Timer {
       return s;
     if (spec::Status s = gpu::to_host(&word, error_word, 4); !s) return s;
     return k.check_output ? check_timed_output(p, host_out, word) : spec::Status::ok();
+  }
+
+  // A device-memory plugin's prepared call (backends/plugin.h) on the same device inputs, timed
+  // as the variants are: prepared once (its uploads and layout copies are not timed), enqueue()
+  // captured into a graph on this timer's stream where the plugin declares it capturable (else
+  // timed by direct calls, and the plan says so), the L2 flushed before each replay. The output
+  // starts as NaN bytes, so a call that writes nothing fails the output check.
+  spec::Status time_beside(const Beside& b, const pacts_problem& p, Inputs& in, const Options& o,
+                           std::vector<double>& samples_us, kernels::Plan& timed_plan) {
+    if (!b.device_memory)
+      return spec::not_supported("its timed calls take host memory: time it beside the host "
+                                 "target (--backend host)");
+    if (spec::Status s = stream_.memset(in.out.data(), 0xFF, in.out.bytes()); !s) return s;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
+    spec::Result<backends::PreparedCall> prepared = backends::prepare_timed_call(
+        *b.backend, p, in.buffers, in.host_table.data(), in.host_lens.data());
+    if (!prepared) return prepared.status();
+    backends::PreparedCall& call = prepared.value();
+    timed_plan = plan_of(call.plan());
+    void* const stream = stream_.handle();
+    // One call outside any capture: the plugin's first launch may load its modules.
+    if (spec::Status s = call.enqueue(stream); !s) return s;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
+    Graph g;
+    if (b.graph_capturable) {
+      if (spec::Status s = stream_.begin_capture(); !s) return s;
+      const spec::Status captured = call.enqueue(stream);
+      const spec::Status ended = stream_.end_capture(g);
+      if (!captured) return captured;
+      spec::Status graph = ended ? stream_.instantiate(g) : ended;
+      if (!graph) {
+        if (graph.code() != spec::Code::kDeviceError) return graph;
+        gpu::clear_last_error();
+        timed_plan.variant += " [direct launches: " + graph.message() + "]";
+      }
+    } else {
+      timed_plan.variant += " [direct launches: the plugin declares no graph capture]";
+    }
+    const auto replay = [&]() -> spec::Status {
+      return g.instantiated() ? stream_.launch(g) : call.enqueue(stream);
+    };
+    if (spec::Status s = gpu::profiler_start(); !s) return s;
+    for (int32_t it = -o.warmup; it < o.repeats; ++it) {
+      const spec::Result<double> t = time_op(replay, it);
+      if (!t) return t.status();
+      if (it >= 0) samples_us.push_back(t.value());
+    }
+    if (spec::Status s = gpu::profiler_stop(); !s) return s;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
+    std::vector<uint8_t> host_out(in.out.bytes());
+    if (spec::Status s = gpu::to_host(host_out.data(), in.out.data(), host_out.size()); !s)
+      return s;
+    return check_timed_output(p, host_out, call.device_error());
   }
 
   int32_t ordinal_;

@@ -10,6 +10,11 @@
 #include <string>
 #include <vector>
 
+namespace pacts::conformance {
+class Backend;
+struct PlanUsed;
+}
+
 namespace pacts::bench {
 
 // The host-memory inputs of one shape: every buffer filled by fill_host() from the data seed,
@@ -36,6 +41,14 @@ struct Measurement {
   kernels::Plan plan;            // the plan that was timed
 };
 
+// A backend timed beside the target (Options::beside): a plugin with timed calls, gated.
+struct Beside {
+  std::string variant;                      // "peer:<name>"
+  conformance::Backend* backend = nullptr;  // a plugin backend (backends/plugin.h)
+  bool device_memory = false;               // its timed calls take device memory
+  bool graph_capturable = false;
+};
+
 // Times shapes on one device. Implementations: the host kernels (std::chrono) and the HIP
 // kernels (device events around graph replays), with one or more variants of the kernels.
 class Timer {
@@ -49,9 +62,16 @@ class Timer {
   virtual std::vector<std::string> notes() const { return {}; }
   virtual std::vector<std::string> variants() const = 0;  // "safe" first, then "unsafe" if any
   virtual spec::Result<Ceilings> ceilings(const Options& options) = 0;
-  // One measurement per variant of this timer, in a fixed order ("safe" first).
-  virtual std::vector<Measurement> time(const Shape& shape, const Options& options) = 0;
+  // One measurement per variant of this timer, in a fixed order ("safe" first), then one per
+  // backend of `beside` (in its order) on the same inputs: the plugin's prepared call timed by
+  // the same method, its output checked as the variants' are.
+  virtual std::vector<Measurement> time(const Shape& shape, const Options& options,
+                                        const std::vector<Beside>& beside) = 0;
 };
+
+// The plan a plugin reported (partitions, variant) as the kernels::Plan the rows and the bytes
+// model read.
+kernels::Plan plan_of(const conformance::PlanUsed& used);
 
 std::unique_ptr<Timer> make_host_timer(const Options& options);
 // The GPU of a "hip" target: hip_timer.cpp where the build has the HIP kernels (kernels/hip),

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -90,27 +91,76 @@ std::string to_table(const Report& r) {
          fmt("%.3g", r.ceilings.read_tbs) + " TB/s; datasheet " +
          (r.datasheet_tbs > 0 ? fmt("%.2f", r.datasheet_tbs) + " TB/s" : std::string("unknown")) +
          "\n";
+  for (const BesideBackend& b : r.beside) {
+    out += "beside: " + b.variant + " = " + b.backend + " (" + b.device +
+           (b.version.empty() ? "" : "; " + b.version) + "); gate " +
+           (b.gate.ran ? std::to_string(b.gate.properties) + " properties x " +
+                             std::to_string(b.gate.cases_per_property) + " cases: " +
+                             (b.gate.passed ? "passed" : "FAILED")
+                       : std::string("not run")) +
+           "\n";
+    for (const GateFailure& f : b.gate.failures)
+      out += "  " + f.id + " " + f.name + ": " + f.verdict + "; case file " + f.case_file + "\n";
+  }
   for (const std::string& n : r.notes) out += "note: " + n + "\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "%-62s %-6s %-6s %10s %10s %10s %8s %8s %6s %6s %9s  %s\n",
-                "shape", "layout", "var", "median us", "min us", "max us", "KV TB/s", "all TB/s",
-                "%ceil", "%sheet", "peer TB/s", "plan");
+  char line[640];
+  int var = 6;  // the variant column fits the longest variant ("peer:<name>" beside the target)
+  for (const Row& row : r.rows) var = std::max(var, static_cast<int>(row.variant.size()));
+  std::snprintf(line, sizeof line, "%-62s %-6s %-*s %10s %10s %10s %8s %8s %6s %6s %9s  %s\n",
+                "shape", "layout", var, "var", "median us", "min us", "max us", "KV TB/s",
+                "all TB/s", "%ceil", "%sheet", "peer TB/s", "plan");
   out += line;
   for (const Row& row : r.rows) {
     const std::string layout(layout_name(row.shape.layout));
     if (!row.ok()) {
-      std::snprintf(line, sizeof line, "%-62s %-6s %-6s %s\n", row.shape.label().c_str(),
-                    layout.c_str(), row.variant.c_str(), row.status.c_str());
+      std::snprintf(line, sizeof line, "%-62s %-6s %-*s %s\n", row.shape.label().c_str(),
+                    layout.c_str(), var, row.variant.c_str(), row.status.c_str());
     } else {
       const std::string sheet = r.datasheet_tbs > 0 ? fmt("%6.1f", row.kv_pct_datasheet) : "     -";
       const std::string peer = row.peer_tbs > 0 ? fmt("%9.2f", row.peer_tbs) : "        -";
       std::snprintf(line, sizeof line,
-                    "%-62s %-6s %-6s %10.1f %10.1f %10.1f %8.3g %8.3g %6.1f %s %s  %s\n",
-                    row.shape.label().c_str(), layout.c_str(), row.variant.c_str(),
+                    "%-62s %-6s %-*s %10.1f %10.1f %10.1f %8.3g %8.3g %6.1f %s %s  %s\n",
+                    row.shape.label().c_str(), layout.c_str(), var, row.variant.c_str(),
                     row.time.median_us, row.time.min_us, row.time.max_us, row.kv_tbs, row.all_tbs,
                     row.kv_pct_ceiling, sheet.c_str(), peer.c_str(), row.plan.c_str());
     }
     out += line;
+  }
+  const std::vector<SideBySide> sbs = side_by_side(r);
+  if (sbs.empty()) return out;
+  // The side-by-side table: per shape the gated kernels' median (min-max), each peer's, and the
+  // peer's median over the target's (above 1: the target is faster); then the geometric mean of
+  // those ratios per peer with their range.
+  out += "\nside by side (median us, min-max; ratio = peer / " + r.backend + " safe):\n";
+  for (const SideBySide& x : sbs) {
+    const auto cell = [](const Stats& t) {
+      return t.samples > 0 ? fmt("%.1f", t.median_us) + " (" + fmt("%.1f", t.min_us) + "-" +
+                                 fmt("%.1f", t.max_us) + ")"
+                           : std::string("-");
+    };
+    std::string l = x.label + ": " + cell(x.target);
+    for (size_t i = 0; i < x.peers.size(); ++i)
+      l += "; " + x.peers[i] + " " + cell(x.peer_times[i]) +
+           (x.ratios[i] > 0 ? " x" + fmt("%.2f", x.ratios[i]) : std::string());
+    out += "  " + l + "\n";
+  }
+  for (size_t i = 0; i < r.beside.size(); ++i) {
+    double log_sum = 0, lo = 0, hi = 0;
+    int n = 0;
+    for (const SideBySide& x : sbs) {
+      const double q = x.ratios[i];
+      if (q <= 0) continue;
+      log_sum += std::log(q);
+      lo = n == 0 ? q : std::min(lo, q);
+      hi = n == 0 ? q : std::max(hi, q);
+      ++n;
+    }
+    out += r.beside[i].variant + ": " +
+           (n > 0 ? "geomean ratio " + fmt("%.3f", std::exp(log_sum / n)) + " (" +
+                        fmt("%.3f", lo) + "-" + fmt("%.3f", hi) + ") over " + std::to_string(n) +
+                        " shapes timed by both"
+                  : std::string("no shape timed by both")) +
+           "\n";
   }
   return out;
 }
@@ -182,8 +232,23 @@ std::string to_json(const Report& r) {
   for (const GateFailure& f : r.gate.failures)
     failures.push_back({{"id", f.id}, {"name", f.name}, {"verdict", f.verdict},
                         {"detail", f.detail}, {"case_file", f.case_file}, {"replay", f.replay}});
+  json beside = json::array();
+  for (const BesideBackend& b : r.beside) {
+    json bf = json::array();
+    for (const GateFailure& f : b.gate.failures)
+      bf.push_back({{"id", f.id}, {"name", f.name}, {"verdict", f.verdict}, {"detail", f.detail},
+                    {"case_file", f.case_file}, {"replay", f.replay}});
+    beside.push_back({{"backend", b.backend}, {"variant", b.variant}, {"device", b.device},
+                      {"version", b.version},
+                      {"gate",
+                       {{"ran", b.gate.ran}, {"passed", b.gate.passed},
+                        {"cases_per_property", b.gate.cases_per_property},
+                        {"seed", b.gate.seed}, {"properties", b.gate.properties},
+                        {"seconds", b.gate.seconds}, {"failures", bf}}}});
+  }
   const json j = {
       {"tool", "pacts-bench"},
+      {"beside", beside},
       {"set", r.set},
       {"backend", r.backend},
       {"device", r.device},
@@ -227,16 +292,26 @@ spec::Result<Report> from_json(std::string_view text) {
     r.data_seed = j.at("data_seed").get<uint64_t>();
     r.datasheet_tbs = j.at("datasheet_tbs").get<double>();
     r.notes = j.at("notes").get<std::vector<std::string>>();
-    const json& g = j.at("gate");
-    r.gate.ran = g.at("ran").get<bool>();
-    r.gate.passed = g.at("passed").get<bool>();
-    r.gate.cases_per_property = g.at("cases_per_property").get<int32_t>();
-    r.gate.seed = g.at("seed").get<uint64_t>();
-    r.gate.properties = g.at("properties").get<int32_t>();
-    r.gate.seconds = g.at("seconds").get<double>();
-    for (const json& f : g.at("failures"))
-      r.gate.failures.push_back({f.at("id"), f.at("name"), f.at("verdict"), f.at("detail"),
+    const auto gate_from = [](const json& g) {
+      Gate gate;
+      gate.ran = g.at("ran").get<bool>();
+      gate.passed = g.at("passed").get<bool>();
+      gate.cases_per_property = g.at("cases_per_property").get<int32_t>();
+      gate.seed = g.at("seed").get<uint64_t>();
+      gate.properties = g.at("properties").get<int32_t>();
+      gate.seconds = g.at("seconds").get<double>();
+      for (const json& f : g.at("failures"))
+        gate.failures.push_back({f.at("id"), f.at("name"), f.at("verdict"), f.at("detail"),
                                  f.at("case_file"), f.at("replay")});
+      return gate;
+    };
+    r.gate = gate_from(j.at("gate"));
+    // Reports written before backends could be timed beside the target have no "beside".
+    if (j.contains("beside"))
+      for (const json& b : j.at("beside"))
+        r.beside.push_back({b.at("backend").get<std::string>(), b.at("variant").get<std::string>(),
+                            b.at("device").get<std::string>(), b.at("version").get<std::string>(),
+                            gate_from(b.at("gate"))});
     const json& c = j.at("ceilings");
     r.ceilings.bytes = c.at("bytes").get<uint64_t>();
     r.ceilings.copy = stats_from(c.at("copy"));

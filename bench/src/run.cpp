@@ -1,6 +1,7 @@
 // pacts-bench's driver: targets, the conformance gate, and timing a set behind it.
 #include "internal.h"
 
+#include <pacts/backends/plugin.h>
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/property.h>
@@ -47,6 +48,12 @@ spec::Status check_options(const Target& target, const Options& o) {
     return spec::invalid_argument("partition_size " + std::to_string(o.partition_size) +
                                   ", partitions " + std::to_string(o.partitions) +
                                   ": give at most one, and neither negative");
+  for (const std::string& b : o.beside)
+    if (b.rfind(backends::kPluginPrefix, 0) != 0 || b.size() <= 4 ||
+        b.find('+') != std::string::npos)
+      return spec::invalid_argument("beside backend '" + b +
+                                    "': accepted lib:PATH (a plugin with timed calls, backend "
+                                    "ABI version 3), without a planted fault");
   if (o.datasheet_tbs < 0)
     return spec::invalid_argument("datasheet_tbs " + std::to_string(o.datasheet_tbs) +
                                   ": must be >= 0 (0 = from the device name)");
@@ -72,6 +79,38 @@ std::string describe_status(const spec::Status& s) {
 }
 
 }  // namespace
+
+kernels::Plan plan_of(const conformance::PlanUsed& used) {
+  kernels::Plan plan;
+  plan.variant = used.variant;
+  plan.num_partitions = std::max(used.max_partitions, 1);
+  plan.partition_size = used.partition_size;
+  return plan;
+}
+
+std::vector<SideBySide> side_by_side(const Report& report) {
+  std::vector<SideBySide> out;
+  if (report.beside.empty()) return out;
+  for (const Row& row : report.rows) {
+    if (row.variant != "safe") continue;
+    SideBySide s;
+    s.label = row.shape.label();
+    s.target = row.ok() ? row.time : Stats{};
+    for (const BesideBackend& b : report.beside) {
+      s.peers.push_back(b.variant);
+      Stats t;
+      for (const Row& other : report.rows)
+        if (other.variant == b.variant && other.ok() && other.shape.set == row.shape.set &&
+            other.shape.label() == s.label)
+          t = other.time;
+      s.peer_times.push_back(t);
+      s.ratios.push_back(t.samples > 0 && s.target.samples > 0 ? t.median_us / s.target.median_us
+                                                               : 0.0);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 spec::Result<Target> parse_target(std::string_view name) {
   const std::string full(name);
@@ -173,6 +212,37 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
     return spec::not_supported("backend " + target.backend +
                                ": a backend with a planted fault is never timed");
 
+  // The backends beside the target: each a plugin with timed calls, gated by the same options
+  // (its minimal failing cases in a folder of its own).
+  std::vector<std::unique_ptr<conformance::Backend>> peers_owned;
+  std::vector<Beside> beside;
+  for (const std::string& name : options.beside) {
+    std::unique_ptr<conformance::Backend> peer = conformance::make_backend(name);
+    if (!peer) return spec::invalid_argument("beside backend " + name + ": cannot be loaded");
+    const std::optional<backends::TimedCalls> timed = backends::plugin_timed_calls(*peer);
+    if (!timed)
+      return spec::not_supported("beside backend " + name +
+                                 ": declares no timed calls (backend ABI version 3)");
+    const backends::PluginInfo* info = backends::plugin_info(*peer);
+    BesideBackend b;
+    b.backend = name;
+    b.variant = "peer:" + (info ? info->declared : name);
+    b.device = peer->device();
+    b.version = info ? info->version : "";
+    Options peer_gate = options;
+    peer_gate.gate_case_dir = options.gate_case_dir + "/" + (info ? info->declared : "peer");
+    b.gate = run_gate(*peer, peer_gate);
+    if (!b.gate.passed) {
+      std::string ids;
+      for (const GateFailure& f : b.gate.failures) ids += (ids.empty() ? "" : ", ") + f.id;
+      report.notes.push_back(b.variant + " (" + name + ") failed the gate (" + ids +
+                             "): timed as a reference beside the gated kernels, not qualified");
+    }
+    beside.push_back({b.variant, peer.get(), timed->device_memory, timed->graph_capturable});
+    report.beside.push_back(std::move(b));
+    peers_owned.push_back(std::move(peer));
+  }
+
   spec::Result<std::unique_ptr<Timer>> made = make_timer(target, options);
   if (!made) return made.status();
   Timer& timer = *made.value();
@@ -181,7 +251,7 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
   report.runtime = timer.runtime();
   report.suite_version = options.suite_version;
   report.timer = timer.description();
-  report.notes = timer.notes();
+  for (const std::string& n : timer.notes()) report.notes.push_back(n);
   report.datasheet_tbs = options.datasheet_tbs > 0 ? options.datasheet_tbs : timer.datasheet_tbs();
   for (const std::string& n : report.notes) say(options, "pacts-bench: %s\n", n.c_str());
 
@@ -213,7 +283,16 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
       continue;
     }
     const std::vector<int32_t> lens = context_lengths(shape, options.data_seed);
-    for (const Measurement& m : timer.time(shape, options)) {
+    // A peer that does not declare the shape gets a not-supported row and is not asked.
+    std::vector<Beside> asked;
+    for (const Beside& b : beside) {
+      if (spec::Status s = conformance::check_capabilities(b.backend->capabilities(), problem); !s) {
+        report.rows.push_back(make_row(shape, b.variant, describe_status(s)));
+        continue;
+      }
+      asked.push_back(b);
+    }
+    for (const Measurement& m : timer.time(shape, options, asked)) {
       Row r = make_row(shape, m.variant, m.status ? "ok" : describe_status(m.status));
       if (m.status) {
         r.plan = m.plan.variant + " x" + std::to_string(m.plan.num_partitions);

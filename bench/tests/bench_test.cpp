@@ -920,6 +920,66 @@ TEST(Command, OneShapeIsTimedBehindTheGate) {
   EXPECT_NE(bad.err.find("no Hkv<n>"), std::string::npos) << bad.err;
 }
 
+// Plugins timed beside the target (--backend repeated): each gated on its own, timed on the same
+// inputs by the same method, its rows named after it, the side-by-side table at the end. A peer
+// that fails its gate (the drop-sinks plugin: PACTS-ACC-1) is still timed and marked; a peer
+// whose timed call writes nothing gets an error row, never a time (exit status 4); a plugin
+// without timed calls is refused before anything is timed.
+TEST(Command, PluginsAreGatedAndTimedBesideTheTarget) {
+  const std::filesystem::path dir = fresh_dir("beside");
+  const std::string common = " --set peers --limit 1 --gate-cases 3 --repeats 3 --warmup 1 "
+                             "--seed 7 --threads 2 --ceiling-mib 8 --case-dir " +
+                             (dir / "failures").string();
+  const Command c = run_bench(std::string("--backend host --backend lib:") + PACTS_PLUGIN_GOOD +
+                                  " --backend lib:" + PACTS_PLUGIN_DROP_SINKS + common +
+                                  " --json " + (dir / "r.json").string(),
+                              dir);
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  std::printf("%s", c.out.c_str());
+  const auto report = from_json(read(dir / "r.json"));
+  ASSERT_TRUE(report) << report.status().to_string();
+  const Report& r = report.value();
+  ASSERT_EQ(r.beside.size(), 2u);
+  EXPECT_EQ(r.beside[0].variant, "peer:host-plugin");
+  EXPECT_TRUE(r.beside[0].gate.ran && r.beside[0].gate.passed);
+  EXPECT_EQ(r.beside[1].variant, "peer:host-plugin-drop-sinks");
+  EXPECT_FALSE(r.beside[1].gate.passed);
+  ASSERT_FALSE(r.beside[1].gate.failures.empty());
+  EXPECT_EQ(r.beside[1].gate.failures[0].id, "PACTS-ACC-1");
+  bool noted = false;
+  for (const std::string& n : r.notes)
+    noted |= n.find("peer:host-plugin-drop-sinks") != std::string::npos &&
+             n.find("failed the gate") != std::string::npos;
+  EXPECT_TRUE(noted);
+  ASSERT_EQ(r.rows.size(), 3u);
+  for (const Row& row : r.rows) {
+    EXPECT_TRUE(row.ok()) << row.variant << ": " << row.status;
+    EXPECT_EQ(row.time.samples, 3);
+    EXPECT_EQ(row.shape.label(), r.rows[0].shape.label());
+  }
+  EXPECT_EQ(r.rows[0].variant, "safe");
+  EXPECT_EQ(r.rows[1].variant, "peer:host-plugin");
+  // The same kernels through the ABI: the same plan.
+  EXPECT_EQ(r.rows[1].plan, r.rows[0].plan);
+  const std::vector<SideBySide> sbs = side_by_side(r);
+  ASSERT_EQ(sbs.size(), 1u);
+  ASSERT_EQ(sbs[0].ratios.size(), 2u);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_DOUBLE_EQ(sbs[0].ratios[i], r.rows[1 + i].time.median_us / r.rows[0].time.median_us);
+  EXPECT_NE(c.out.find("side by side"), std::string::npos);
+  EXPECT_NE(c.out.find("peer:host-plugin: geomean ratio"), std::string::npos);
+
+  const Command noop = run_bench(std::string("--backend host --backend lib:") +
+                                     PACTS_PLUGIN_TIMED_NOOP + common,
+                                 dir);
+  EXPECT_EQ(noop.status, 4) << noop.err << noop.out;
+  EXPECT_NE(noop.out.find("non-finite output"), std::string::npos) << noop.out;
+
+  const Command bad = run_bench("--backend host --backend hip" + common, dir);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("beside backend 'hip': accepted lib:PATH"), std::string::npos) << bad.err;
+}
+
 TEST(Options, BadValuesAreRefusedByName) {
   const std::filesystem::path dir = fresh_dir("options");
   const auto host = parse_target("host");

@@ -12,6 +12,8 @@
 // - PACTS_PLUGIN_ABI_V1 / PACTS_PLUGIN_ABI_V2 build a version 1 / version 2 plugin (they must
 //   still load).
 // - PACTS_PLUGIN_TIMED_NO_RELEASE declares timed calls without release (the loader must refuse).
+// - PACTS_PLUGIN_TIMED_WRITES_NOTHING: enqueue() answers OK and computes nothing (pacts-bench must
+//   not report its time as a row).
 // - PACTS_PLUGIN_MAX_PAGE_SIZE overrides the declared largest page size (48: the loader must
 //   refuse a capability the spec does not define).
 #include <pacts/backend_abi.h>
@@ -262,6 +264,11 @@ namespace {
   }
   try {
     call->error_word = 0;
+#ifdef PACTS_PLUGIN_TIMED_WRITES_NOTHING
+    // The planted fault of the timed calls: success without a decode (pacts-bench's output check
+    // must refuse the row).
+    return PACTS_OK;
+#endif
     const pacts::spec::Status s =
         host::decode(call->plan, call->views, &call->error_word,
                      call->bytes ? call->self->workspace.data() : nullptr, call->bytes);

@@ -130,6 +130,12 @@ struct Options {
   // > 0: every shape's partitions forced to this many keys (plan's fixed_partition_size; with
   // batch_invariant, the batch-invariant plan's size); not with `partitions`.
   int32_t partition_size = 0;
+  // Backends timed beside the target in the same run and by the same method ("lib:PATH": a
+  // plugin with the timed calls of backend ABI version 3, pacts/backend_abi.h). Each is gated
+  // like the target (its verdicts go to Report::beside); its rows' variant is "peer:<name>". A
+  // peer whose gate fails is still timed, as a reference and marked so: the gate guards what
+  // pacts ships, and a peer's failures are findings, not a reason to hide its speed.
+  std::vector<std::string> beside;
   // A peers' figures file (load_peer_figures, below): its rows sit beside pacts' rows of the same
   // shape when the device's name contains the file's device. "" = none.
   std::string peers_file;
@@ -192,6 +198,25 @@ struct Gate {
   double seconds = 0;
 };
 
+// A backend timed beside the target (Options::beside).
+struct BesideBackend {
+  std::string backend;        // as named: "lib:/x/libpacts_peer_flashinfer.so"
+  std::string variant;        // its rows' variant: "peer:flashinfer-decode"
+  std::string device, version;  // as the backend declares them
+  Gate gate;
+};
+
+// Per shape of a run with backends beside the target: the target's gated ("safe") row against
+// each peer's. ratio = peer's median / target's median (above 1: the target is faster).
+struct SideBySide {
+  std::string label;
+  Stats target;
+  std::vector<std::string> peers;   // variants, in Report::beside order
+  std::vector<Stats> peer_times;    // samples 0: not timed (not supported or an error)
+  std::vector<double> ratios;       // 0 where not timed
+};
+std::vector<SideBySide> side_by_side(const struct Report& report);
+
 struct Report {
   std::string set, backend, device, timer;   // timer: how time was taken
   // Provenance: the GPU driver and runtime the timed kernels ran on (empty for the host), and
@@ -202,6 +227,7 @@ struct Report {
   double datasheet_tbs = 0;   // 0 = unknown device
   int32_t repeats = 0, warmup = 0;
   uint64_t data_seed = 0;
+  std::vector<BesideBackend> beside;  // Options::beside, in that order
   std::vector<Row> rows;      // empty when the gate did not pass
   std::vector<std::string> notes;  // e.g. why the unsafe variant is absent
 };
@@ -258,7 +284,8 @@ const PeerFigure* peer_figure(const PeerFigures& figures, const Shape& shape);
 
 // ---- Reports ------------------------------------------------------------------------------
 
-std::string to_table(const Report& report);  // fixed-width text, one line per row
+std::string to_table(const Report& report);  // fixed-width text, one line per row, then the
+                                             // side-by-side table when peers were timed
 std::string to_csv(const Report& report);    // header line, then one line per row
 std::string to_json(const Report& report);   // the whole report
 spec::Result<Report> from_json(std::string_view json);  // InvalidArgument naming what is wrong
