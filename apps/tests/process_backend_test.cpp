@@ -1,0 +1,199 @@
+// The process backend (spec/process.md): a child behind the protocol computes what the same
+// backend computes in process, bit for bit; a child that crashes, hangs, exits, answers garbage,
+// lies about its capabilities, returns NaN or writes outside its outputs gets the failure the
+// protocol names for that call and the run goes on; handshakes the loader would refuse are
+// refused naming the field.
+#include <pacts/backends/host.h>
+#include <pacts/backends/process.h>
+#include <pacts/backends/register.h>
+#include <pacts/conformance/case_data.h>
+#include <pacts/conformance/mustpass.h>
+#include <pacts/conformance/property.h>
+#include <pacts/conformance/registry.h>
+#include <pacts/conformance/runner.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#if !defined(PACTS_CHILD_EXE) || !defined(PACTS_PLANTED_CHILD_EXE) || !defined(PACTS_MUSTPASS_DIR) || \
+    !defined(PACTS_TEST_OUT)
+#error "the build defines the children's paths, the mustpass set and the output folder"
+#endif
+
+namespace pacts::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+using backends::start_process_backend;
+
+const bool registered = [] {
+  backends::register_all();
+  return true;
+}();
+
+std::unique_ptr<Backend> start(const std::string& command) {
+  auto b = start_process_backend(command);
+  EXPECT_TRUE(b.is_ok()) << b.status().to_string();
+  return b.is_ok() ? std::move(b).value() : nullptr;
+}
+
+std::string planted(const std::string& fault, int on = 2, const std::string& backend = "host") {
+  return std::string(PACTS_PLANTED_CHILD_EXE) + " --fault " + fault + " --on " +
+         std::to_string(on) + " --backend " + backend;
+}
+
+// The mustpass cases the host backend computes (refusals and invalid tables included: their
+// status and device error bits must cross the protocol too).
+std::vector<CaseData> mustpass_cases() {
+  auto m = load_mustpass(PACTS_MUSTPASS_DIR);
+  EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+  std::vector<CaseData> cases;
+  if (m.is_ok())
+    for (const MustpassEntry& e : m.value().entries) cases.push_back(e.file.spec.build());
+  return cases;
+}
+
+TEST(ProcessBackend, ComputesWhatTheHostBackendComputesBitForBit) {
+  auto child = start(std::string(PACTS_CHILD_EXE) + " --backend host");
+  ASSERT_NE(child, nullptr);
+  auto host = backends::make_host_backend();
+  EXPECT_EQ(child->name(), std::string("exec:") + PACTS_CHILD_EXE + " --backend host");
+  EXPECT_EQ(child->profile().u_acc, host->profile().u_acc);
+  EXPECT_EQ(child->profile().name, "host");
+  EXPECT_EQ(child->capabilities().kv_formats, host->capabilities().kv_formats);
+  EXPECT_EQ(child->capabilities().plan_replay, host->capabilities().plan_replay);
+  EXPECT_EQ(child->capabilities().batch_invariant, host->capabilities().batch_invariant);
+  int compared = 0;
+  for (const CaseData& c0 : mustpass_cases()) {
+    for (const PlanHint hint : {PlanHint::automatic(), PlanHint::partitions(3)}) {
+      CaseData a = c0, b = c0;
+      std::fill(a.out.begin(), a.out.end(), uint8_t{0xA5});
+      std::fill(a.lse.begin(), a.lse.end(), uint8_t{0xA5});
+      b.out = a.out;
+      b.lse = a.lse;
+      const RunResult ra = child->run(a.problem, a.buffers(), hint);
+      const RunResult rb = host->run(b.problem, b.buffers(), hint);
+      EXPECT_EQ(ra.status.code(), rb.status.code()) << ra.status.to_string();
+      EXPECT_EQ(ra.status.message(), rb.status.message());
+      EXPECT_EQ(ra.device_error, rb.device_error);
+      EXPECT_EQ(ra.plan.variant, rb.plan.variant);
+      EXPECT_EQ(ra.plan.max_partitions, rb.plan.max_partitions);
+      EXPECT_EQ(a.out, b.out);  // the guard bytes of the gaps included
+      EXPECT_EQ(a.lse, b.lse);
+      ++compared;
+    }
+    // PACTS-DEV-3's replay crosses the protocol too.
+    if (c0.problem.batch > 0) {
+      CaseData a = c0, b = c0;
+      std::vector<int32_t> replay(c0.context_lens.size());
+      for (size_t i = 0; i < replay.size(); ++i) replay[i] = c0.context_lens[i] / 2;
+      const RunResult ra = child->run_replayed(a.problem, a.buffers(), replay, PlanHint::automatic());
+      const RunResult rb = host->run_replayed(b.problem, b.buffers(), replay, PlanHint::automatic());
+      EXPECT_EQ(ra.status.code(), rb.status.code()) << ra.status.to_string();
+      EXPECT_EQ(a.out, b.out);
+      EXPECT_EQ(a.lse, b.lse);
+    }
+  }
+  EXPECT_GE(compared, 50);
+}
+
+// One mustpass case the host computes, run three times: the call the fault hits fails with the
+// protocol's word for it, the calls around it compute (the child restarted after a crash).
+void expect_fails_once(const std::string& command, const std::string& words) {
+  auto child = start(command);
+  ASSERT_NE(child, nullptr);
+  std::vector<CaseData> cases = mustpass_cases();
+  ASSERT_FALSE(cases.empty());
+  CaseData c = cases.front();
+  for (int call = 1; call <= 3; ++call) {
+    CaseData x = c;
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunResult r = child->run(x.problem, x.buffers(), PlanHint::automatic());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (call == 2) {
+      EXPECT_EQ(r.status.code(), spec::Code::kInternal) << r.status.to_string();
+      EXPECT_NE(r.status.message().find(words), std::string::npos) << r.status.to_string();
+      EXPECT_LT(s, 30.0);
+    } else {
+      EXPECT_TRUE(r.status.is_ok()) << "call " << call << ": " << r.status.to_string();
+    }
+  }
+}
+
+TEST(ProcessBackend, ACrashFailsItsCallAndTheChildIsRestarted) {
+  expect_fails_once(planted("crash"), "crashed: exit status 134 (signal 6");
+}
+
+TEST(ProcessBackend, AnExitFailsItsCall) { expect_fails_once(planted("exit"), "crashed: exit status 0"); }
+
+TEST(ProcessBackend, AHangIsKilledAfterTheTimeout) {
+  setenv("PACTS_EXEC_TIMEOUT_S", "2", 1);
+  expect_fails_once(planted("hang"), "timed out: no reply within 2 s");
+  unsetenv("PACTS_EXEC_TIMEOUT_S");
+}
+
+TEST(ProcessBackend, GarbageRepliesFailTheirCall) {
+  expect_fails_once(planted("garbage"), "answered garbage: not JSON");
+  expect_fails_once(planted("wrong-id"), "answered garbage: not a reply to request 2");
+}
+
+TEST(ProcessBackend, HandshakesALoaderWouldRefuseAreRefusedNamingTheField) {
+  const auto refused = [](const std::string& command, const std::string& words) {
+    auto b = start_process_backend(command);
+    ASSERT_FALSE(b.is_ok()) << command;
+    EXPECT_EQ(b.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(b.status().message().find(words), std::string::npos) << b.status().to_string();
+  };
+  refused(planted("bad-handshake"), "capabilities.max_page_size = 48: accepted: a power of two");
+  refused("echo hello", "handshake: not JSON");
+  refused("echo '{\"protocol\": \"pacts-process\", \"version\": 2}'",
+          "handshake.version = 2: this pacts implements process protocol version 1");
+  refused("exit 3", "crashed before its handshake: exit status 3");
+  refused("/no/such/program", "crashed before its handshake: exit status 127");
+}
+
+// Through the catalogue: the faults a kernel can have give the verdict the property gives any
+// backend, and a crash in one property leaves the next to run.
+TEST(ProcessBackend, PlantedChildrenFailTheirPropertiesAndTheRunGoesOn) {
+  auto reference = make_reference_backend();
+  const fs::path dir = fs::path(PACTS_TEST_OUT) / "process_backend";
+  fs::remove_all(dir);
+  RunOptions o;
+  o.cases = 20;
+  o.case_dir = dir.string();
+  const auto verdict = [&](const std::string& command, const char* id) {
+    auto child = start(command);
+    EXPECT_NE(child, nullptr);
+    if (!child) return PropertyStats{};
+    const PropertyStats s = run_property(*find_property(id), *child, *reference, o);
+    std::printf("%s on %s: %s (%s)\n", id, command.c_str(), verdict_name(s.verdict), s.failure.c_str());
+    return s;
+  };
+  EXPECT_EQ(verdict(planted("nan", 1), "PACTS-ACC-1").verdict, Verdict::kFail);
+  EXPECT_EQ(verdict(planted("drop-sinks", 1), "PACTS-ACC-1").verdict, Verdict::kFail);
+  EXPECT_EQ(verdict(planted("none", 1, "host+output_gap_write"), "PACTS-EDGE-2").verdict,
+            Verdict::kFail);
+  // A crash at the 5th request: PACTS-ACC-1 fails on that case, with its case file; the same
+  // child (restarted) then passes PACTS-ACC-2.
+  auto child = start(planted("crash", 5));
+  ASSERT_NE(child, nullptr);
+  const PropertyStats acc1 = run_property(*find_property("PACTS-ACC-1"), *child, *reference, o);
+  EXPECT_EQ(acc1.verdict, Verdict::kFail);
+  EXPECT_NE(acc1.failure.find("crashed: exit status 134 (signal 6"), std::string::npos) << acc1.failure;
+  EXPECT_FALSE(acc1.case_file.empty());
+  EXPECT_TRUE(fs::exists(acc1.case_file)) << acc1.case_file;
+  const PropertyStats acc2 = run_property(*find_property("PACTS-ACC-2"), *child, *reference, o);
+  EXPECT_EQ(acc2.verdict, Verdict::kPass) << acc2.failure;
+  // The healthy child passes the same properties.
+  auto healthy = start(planted("none", 1));
+  ASSERT_NE(healthy, nullptr);
+  for (const char* id : {"PACTS-ACC-1", "PACTS-EDGE-2"})
+    EXPECT_EQ(run_property(*find_property(id), *healthy, *reference, o).verdict, Verdict::kPass) << id;
+}
+
+}  // namespace
+}  // namespace pacts::conformance

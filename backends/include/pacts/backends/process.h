@@ -1,0 +1,63 @@
+// The process backend (spec/process.md): a decode kernel served by a separate process that pacts
+// starts (`--backend exec:'CMD ARGS'`), for kernels launched from Python and for plugins run in
+// isolation (`exec:pacts-child --backend lib:PATH`). A child that crashes or hangs fails the case
+// it was given; the next call starts it again.
+//
+// The serving side is here too: serve() speaks the protocol for any conformance::Backend, which is
+// what pacts-child (apps/child_main.cpp) runs, and what a C++ child of one's own can call.
+#pragma once
+
+#include <pacts/conformance/backend.h>
+#include <pacts/spec/status.h>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pacts::backends {
+
+// The prefix that makes a backend name a command: make_backend("exec:pacts-child --backend host").
+inline constexpr const char* kProcessPrefix = "exec:";
+
+// Starts `command` (/bin/sh -c), reads and checks its handshake. Refusals (InvalidArgument) name
+// the command and, as applicable, the field, its value and what is accepted; a child that does
+// not start or does not shake hands within the start timeout is refused with what happened. The
+// backend's name() is kProcessPrefix + command.
+spec::Result<std::unique_ptr<conformance::Backend>> start_process_backend(const std::string& command);
+
+// Registers the prefix "exec:" in the conformance registry (a refusal is printed on stderr and
+// makes no backend).
+void register_process_backend();
+
+// ---- The serving side ---------------------------------------------------------------------
+
+// What a served backend says about itself in the handshake beyond its capabilities and profile.
+struct ChildIdentity {
+  std::string name;            // 1-64 characters of [A-Za-z0-9._-]
+  std::string device;          // non-empty
+  std::string driver, runtime, kernel_version;
+};
+
+// The handshake line (spec/process.md §2, without the newline) that declares `backend`.
+std::string handshake_line(const conformance::Backend& backend, const ChildIdentity& identity);
+
+// Test hooks of a served backend (planted children: spec/process.md §4's failures on purpose).
+struct ServeHooks {
+  // Called with the request's id before it is served; may crash, hang or exit the process.
+  std::function<void(int64_t id)> before_call;
+  // The output allocation's bytes after a successful call, before they are written; may change
+  // them.
+  std::function<void(int64_t id, std::vector<uint8_t>& out)> after_call;
+  // The reply line as it will be written; may return something else.
+  std::function<std::string(int64_t id, std::string reply)> reply;
+};
+
+// Serves requests read from `in` with `backend` until `exit` or end of input, writing the
+// handshake first and the replies to `out`. Returns the process exit status: 0 after `exit` or
+// end of input, 2 after a request that is not one of the protocol's (named on stderr).
+int serve(conformance::Backend& backend, const ChildIdentity& identity, std::FILE* in,
+          std::FILE* out, const ServeHooks& hooks = {});
+
+}  // namespace pacts::backends
