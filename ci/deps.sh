@@ -7,6 +7,7 @@ packages=(
   cmake g++ make
   libgtest-dev libgmock-dev librapidcheck-dev
   libboost-dev nlohmann-json3-dev libcli11-dev
+  python3 python3-numpy
 )
 missing=()
 for p in "${packages[@]}"; do
