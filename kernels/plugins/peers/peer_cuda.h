@@ -1,12 +1,14 @@
 // What the peer adapters (flashinfer_decode.cu, vllm_paged_attention.cu) share: a growing device
-// buffer, the descriptor's device / driver / runtime strings, the ABI's text fields, and the host
-// guard of the device-resident inputs that the peers do not check.
+// buffer, the descriptor's device / driver / runtime strings, the ABI's text fields, the host
+// guard of the device-resident inputs that the peers do not check, and the device copy of a pool
+// into another layout that the timed calls (backend_abi.h, version 3) make once in prepare().
 #pragma once
 
 #include <pacts/problem.h>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -85,6 +87,84 @@ inline std::string unlaunchable(const pacts_problem& p, const pacts_buffers& b, 
     }
   }
   return "";
+}
+
+// The element offset of (page, KV head, slot, dim) in a pool layout (spec/operator.md §3.2).
+__host__ __device__ inline int64_t pool_offset(const pacts_pool_layout& l, int64_t page,
+                                               int64_t head, int64_t slot, int64_t dim) {
+  return page * l.s_page + head * l.s_head + slot * l.s_tok + (dim / l.chunk) * l.s_chunk +
+         dim % l.chunk;
+}
+
+// One thread per element (page, head, slot, dim) of the pool, dim fastest: the element at its
+// offset in `from` is stored at its offset in `to`. Elem is the storage type (1 or 2 bytes).
+template <typename Elem>
+__global__ void gather_pool_kernel(Elem* __restrict__ dst, pacts_pool_layout to,
+                                   const Elem* __restrict__ src, pacts_pool_layout from,
+                                   int64_t heads, int64_t slots, int64_t dims, int64_t total) {
+  const int64_t step = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t e = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; e < total; e += step) {
+    const int64_t dim = e % dims;
+    int64_t rest = e / dims;
+    const int64_t slot = rest % slots;
+    rest /= slots;
+    const int64_t head = rest % heads;
+    const int64_t page = rest / heads;
+    dst[pool_offset(to, page, head, slot, dim)] = src[pool_offset(from, page, head, slot, dim)];
+  }
+}
+
+// Copies every element (page, head, slot, dim) of a K or V pool of the problem's shape from
+// layout `from` (at src, device memory) into layout `to` (at dst, device memory), on `stream`,
+// as an integrator would once to hand a cache to a kernel that addresses another layout. The
+// unowned elements are carried with their bytes; bytes of dst that no element reaches are left
+// as they are (the caller fills them first). elem_bytes: 1 (fp8) or 2 (bf16, fp16).
+inline cudaError_t gather_pool(void* dst, const pacts_pool_layout& to, const void* src,
+                               const pacts_pool_layout& from, const pacts_problem& p,
+                               size_t elem_bytes, cudaStream_t stream) {
+  const int64_t total =
+      int64_t{p.num_pages} * p.num_kv_heads * p.page_size * int64_t{p.head_dim};
+  if (total == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, int64_t{1} << 20);
+  const dim3 grid(static_cast<unsigned>(blocks));
+  if (elem_bytes == 1)
+    gather_pool_kernel<uint8_t><<<grid, kThreads, 0, stream>>>(
+        static_cast<uint8_t*>(dst), to, static_cast<const uint8_t*>(src), from, p.num_kv_heads,
+        p.page_size, p.head_dim, total);
+  else if (elem_bytes == 2)
+    gather_pool_kernel<uint16_t><<<grid, kThreads, 0, stream>>>(
+        static_cast<uint16_t*>(dst), to, static_cast<const uint16_t*>(src), from,
+        p.num_kv_heads, p.page_size, p.head_dim, total);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+// `buffers` with the block table and context lengths replaced by the host copies that prepare()
+// receives, so that unlaunchable() can read them (the device buffers cannot be read on the host).
+inline pacts_buffers with_host_copies(const pacts_buffers& device, const int32_t* host_block_table,
+                                      const int32_t* host_context_lens) {
+  pacts_buffers b = device;
+  b.block_table.data = const_cast<int32_t*>(host_block_table);
+  b.context_lens.data = const_cast<int32_t*>(host_context_lens);
+  return b;
+}
+
+// "" when the output layout is the dense [B, Hq, D] one that the peers write (strides of a
+// dimension with one index are never multiplied and may be anything); else the NotSupported
+// message of a timed call, which writes the peer's output in place.
+inline std::string dense_out_refusal(const pacts_problem& p, const char* peer) {
+  const int64_t d = p.head_dim, row = int64_t{p.num_q_heads} * p.head_dim;
+  const bool head_ok = p.num_q_heads <= 1 || p.out_layout.s_head == d;
+  const bool batch_ok = p.batch <= 1 || p.out_layout.s_batch == row;
+  if (head_ok && batch_ok) return "";
+  return "out_layout (s_batch " + std::to_string(p.out_layout.s_batch) + ", s_head " +
+         std::to_string(p.out_layout.s_head) + "): " + peer +
+         " writes a dense [batch, num_q_heads, head_dim] output, which timed calls write in place "
+         "(a copy into another layout would be timed with the call), accepted: s_batch "
+         "num_q_heads * head_dim = " + std::to_string(row) + ", s_head head_dim = " +
+         std::to_string(d);
 }
 
 }  // namespace pacts_peer

@@ -24,6 +24,11 @@
 // those host copies first and, where the kernels would read through them, launches nothing and
 // answers DeviceError naming the entry: the properties of §4 then fail with that message, which
 // is what they must do for a kernel without device checks.
+//
+// The timed calls (backend_abi.h, version 3) split the same work: prepare() checks as run() does,
+// copies pools in another layout into vLLM's on the device and allocates v2's workspace; enqueue()
+// is the v1 kernel, or v2's partition and reduce kernels, alone on pacts' stream, reading pacts'
+// query, block table and context lengths in place and writing pacts' `out`.
 #include <pacts/backend_abi.h>
 #include <pacts/spec/validate.h>
 
@@ -41,6 +46,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +88,7 @@ struct pacts_backend_instance {
   cudaStream_t stream = nullptr;
   pacts_peer::DeviceBuffer q, k, v, out, block_table, seq_lens, exp_sums, max_logits, tmp_out;
   uint64_t runs = 0;
+  pacts_backend_prepared* prepared = nullptr;  // the timed call of this instance, if any
   ~pacts_backend_instance() {
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -213,7 +220,8 @@ pacts_backend_capabilities capabilities() {
   // every group pacts defines.
   c.max_group = 64;
   // The kernels address x-packed K and dim-major V only (attention_kernels.cuh:268-277,
-  // :397-407); pools in any other layout are copied into that one first (run, to_vllm_layout).
+  // :397-407); pools in any other layout are copied into that one first (run: to_vllm_layout;
+  // prepare: pacts_peer::gather_pool, on the device).
   c.chunked_layouts = 1;
   c.sinks = 0;    // no sink argument
   c.window = 0;   // no sliding window: every key of the context is attended (:222-223)
@@ -392,6 +400,14 @@ bool vllm_layout(const pacts_problem& p) {
          effective(k.s_head, p.num_kv_heads) == effective(v.s_head, p.num_kv_heads);
 }
 
+// vLLM's dense layouts replace the problem's: key_cache [N, Hkv, D/x, P, x], value_cache
+// [N, Hkv, D, P].
+void use_vllm_layout(pacts_problem& p) {
+  const int64_t P = p.page_size, D = p.head_dim, H = p.num_kv_heads;
+  p.k_layout = pacts_pool_layout{H * D * P, D * P, kX, P * kX, static_cast<int32_t>(kX), 0};
+  p.v_layout = pacts_pool_layout{H * D * P, D * P, 1, P, 1, 0};
+}
+
 // Pools in another layout (NHD, HND, padded rows) are copied into vLLM's dense one, as an
 // integrator would have to: key_cache [N, Hkv, D/x, P, x] and value_cache [N, Hkv, D, P]. Every
 // element (page, head, slot, dim) is carried, the unowned ones with their bytes, so the poisons
@@ -400,8 +416,7 @@ void to_vllm_layout(pacts_problem& p, const pacts_buffers& b, std::vector<uint8_
                     std::vector<uint8_t>& v_copy) {
   const pacts_problem given = p;
   const int64_t P = p.page_size, D = p.head_dim, H = p.num_kv_heads;
-  p.k_layout = pacts_pool_layout{H * D * P, D * P, kX, P * kX, static_cast<int32_t>(kX), 0};
-  p.v_layout = pacts_pool_layout{H * D * P, D * P, 1, P, 1, 0};
+  use_vllm_layout(p);
   const size_t elems = size_t(p.num_pages) * H * D * P;
   k_copy.assign(elems * sizeof(T), 0);
   v_copy.assign(elems * sizeof(T), 0);
@@ -431,12 +446,18 @@ bool vllm_query_layout(const pacts_problem& p) {
          qs <= std::numeric_limits<int32_t>::max();
 }
 
+// The dense query layout [B, Hq, D] replaces the problem's.
+void use_dense_query(pacts_problem& p) {
+  const int64_t H = p.num_q_heads, D = p.head_dim;
+  p.q_layout = pacts_row_layout{H * D, H * D, D};
+}
+
 // A query in another layout (gaps between heads or rows, head-major rows) is copied into the
 // dense [B, Hq, D] one, as a caller would make it contiguous; every element is carried.
 void to_dense_query(pacts_problem& p, const pacts_buffers& b, std::vector<uint8_t>& q_copy) {
   const pacts_row_layout given = p.q_layout;
   const int64_t H = p.num_q_heads, D = p.head_dim;
-  p.q_layout = pacts_row_layout{H * D, H * D, D};
+  use_dense_query(p);
   q_copy.assign(size_t(p.batch) * H * D * sizeof(T), 0);
   const auto* src = static_cast<const uint16_t*>(b.q.data);
   auto* dst = reinterpret_cast<uint16_t*>(q_copy.data());
@@ -446,46 +467,142 @@ void to_dense_query(pacts_problem& p, const pacts_buffers& b, std::vector<uint8_
                   size_t(D) * sizeof(T));
 }
 
+// The checks of run() and prepare() before any layout is looked at: validate() with the declared
+// requirements, then what vLLM's kernels cannot take (NotSupported). True when `result` holds the
+// refusal.
+bool refused(const pacts_problem& p, const pacts_buffers& b, pacts_backend_result* result) {
+  const auto caps = capabilities();
+  pacts::spec::Requirements req;
+  req.vector_alignment_bytes = caps.vector_alignment_bytes;
+  req.max_element_offset = caps.max_element_offset;
+  if (const pacts::spec::Status s = pacts::spec::validate(p, b, req); !s) {
+    result->status = static_cast<pacts_status_code>(s.code());
+    set_text(result->message, sizeof result->message, s.message());
+    return true;
+  }
+  std::string why;
+  if (p.q_format != PACTS_FORMAT_BF16) why = "q_format: accepted: bf16";
+  else if (p.out_format != PACTS_FORMAT_BF16)
+    why = "out_format: accepted: bf16 (vLLM writes the query's type)";
+  else if (p.kv_format != PACTS_FORMAT_BF16)
+    why = "kv_format: accepted: bf16 (kv_cache_dtype \"auto\"; the fp8 caches are not built)";
+  else if (p.k_scale_mode != PACTS_SCALE_NONE || p.v_scale_mode != PACTS_SCALE_NONE)
+    why = "k_scale_mode / v_scale_mode: accepted: none (the bf16 cache path applies no scale)";
+  else if (p.q_len != 1) why = "q_len " + std::to_string(p.q_len) + ": accepted: 1";
+  else if (p.has_sinks) why = "has_sinks 1: accepted: 0 (vLLM's paged attention has no sinks)";
+  else if (p.window != 0)
+    why = "window " + std::to_string(p.window) +
+          ": accepted: 0 (vLLM's paged attention attends every key of the context)";
+  else if (p.softcap != 0.0f) why = "softcap: accepted: 0 (vLLM's paged attention has no soft-cap)";
+  else if (p.want_lse) why = "want_lse 1: accepted: 0 (vLLM's paged attention returns no LSE)";
+  else if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    why = "head_dim " + std::to_string(p.head_dim) + ": accepted: 64, 128, 256";
+  else if (p.page_size != 8 && p.page_size != 16 && p.page_size != 32)
+    why = "page_size " + std::to_string(p.page_size) + ": accepted: 8, 16, 32";
+  if (!why.empty()) {
+    result->status = PACTS_NOT_SUPPORTED;
+    set_text(result->message, sizeof result->message, why);
+    return true;
+  }
+  return false;
+}
+
+// v1 or v2 for a batch whose longest context is max_seq_len, and v2's partitions.
+struct Plan {
+  bool use_v1 = true;
+  int64_t max_seq_len = 0;
+  int64_t max_num_partitions = 0;
+  int64_t parts = 0;  // partitions v2 is launched with, 0 for v1
+};
+
+// v1 or v2, by vLLM's Python dispatcher (PagedAttention.forward_decode,
+// vllm/attention/ops/paged_attn.py:126-136 before its removal in #28043):
+//   max_num_partitions = (max_seq_len + 511) // 512
+//   use_v1 = max_seq_len <= 8192 and (max_num_partitions == 1 or num_seqs * num_heads > 512)
+// One case is read as max_num_partitions == 1: a batch of empty contexts, where the rule's
+// max_num_partitions 0 would give v2 a zero-sized grid that CUDA refuses to launch (vLLM never
+// decodes without tokens); v1 handles it and writes +0. False, with NotSupported in `result`,
+// where v2 cannot be launched for the batch.
+bool choose_plan(const pacts_problem& p, const int32_t* lens, Plan& plan,
+                 pacts_backend_result* result) {
+  int64_t max_seq_len = 0;
+  for (int32_t s = 0; s < p.batch; ++s) {
+    const int64_t n = lens[s];
+    max_seq_len = std::max(max_seq_len, n);
+  }
+  const int64_t max_num_partitions = div_up(max_seq_len, kPartitionSize);
+  const int64_t rows = int64_t{p.batch} * p.num_q_heads;
+  const bool use_v1 = max_seq_len <= 8192 && (max_num_partitions <= 1 || rows > 512);
+  if (!use_v1) {
+    constexpr int64_t kInt = std::numeric_limits<int32_t>::max();
+    std::string limit;
+    if (max_num_partitions > kMaxReducePartitions)
+      limit = "the reduce kernel's 2 * max_num_partitions floats of shared memory exceed the "
+              "48 KiB it is launched with (paged_attention_v2.cu:91), accepted: contexts up to " +
+              std::to_string(kMaxReducePartitions * kPartitionSize) + " keys";
+    else if (rows * max_num_partitions * p.head_dim > kInt)
+      limit = "tmp_out [num_seqs, num_heads, max_num_partitions, head_size] is addressed with "
+              "int offsets (attention_kernels.cuh:480-482), accepted: at most 2^31 - 1 elements";
+    if (!limit.empty()) {
+      result->status = PACTS_NOT_SUPPORTED;
+      set_text(result->message, sizeof result->message,
+               "longest context_lens entry " + std::to_string(max_seq_len) + " (v2, " +
+                   std::to_string(max_num_partitions) + " partitions of 512): " + limit);
+      return false;
+    }
+  }
+  plan.use_v1 = use_v1;
+  plan.max_seq_len = max_seq_len;
+  plan.max_num_partitions = max_num_partitions;
+  plan.parts = use_v1 ? 0 : max_num_partitions;
+  return true;
+}
+
+// The kernels' scalar arguments for the problem (its layouts as the kernels address them); the
+// pointers and the stream are the caller's.
+Args scalar_args(const pacts_problem& p, const Plan& plan) {
+  Args a{};
+  a.num_seqs = p.batch;
+  a.num_heads = p.num_q_heads;
+  a.num_kv_heads = p.num_kv_heads;
+  // vLLM has no query scale; q_scale multiplies every Q element, so it joins the scale.
+  a.scale = p.softmax_scale * p.q_scale;
+  a.max_seq_len = static_cast<int>(plan.max_seq_len);
+  // The row stride of the block table (the kernel's only use of max_num_blocks_per_seq).
+  a.max_num_blocks_per_seq = static_cast<int>(effective(p.block_table_stride, p.batch));
+  a.q_stride = static_cast<int>(effective(p.q_layout.s_batch, p.batch));
+  a.kv_block_stride = static_cast<int>(effective(p.k_layout.s_page, p.num_pages));
+  a.kv_head_stride = static_cast<int>(effective(p.k_layout.s_head, p.num_kv_heads));
+  return a;
+}
+
+// The plan used and the variant, as run() reports them.
+void report(const pacts_problem& p, const Plan& plan, pacts_backend_result* result) {
+  // The plan used: v2's fixed partitions of 512 keys, or unsplit.
+  if (plan.use_v1) {
+    result->partition_size = 0;
+    result->max_partitions = 1;
+  } else {
+    result->partition_size = kPartitionSize;
+    result->max_partitions = static_cast<int32_t>(plan.max_num_partitions);
+  }
+  set_text(result->variant, sizeof result->variant,
+           std::string("vllm-paged-attention ") + (plan.use_v1 ? "v1" : "v2") + " D" +
+               std::to_string(p.head_dim) + " bs" + std::to_string(p.page_size));
+}
+
 void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts_buffers* buffers,
          const pacts_backend_plan_hint* /*hint: vLLM's rule picks the plan*/,
          pacts_backend_result* result) {
   try {
     pacts_problem p = *problem;  // its pool layouts are replaced when the pools are copied
     const pacts_buffers& b = *buffers;
-    const auto caps = capabilities();
-    pacts::spec::Requirements req;
-    req.vector_alignment_bytes = caps.vector_alignment_bytes;
-    req.max_element_offset = caps.max_element_offset;
-    if (const pacts::spec::Status s = pacts::spec::validate(p, b, req); !s) {
-      result->status = static_cast<pacts_status_code>(s.code());
-      set_text(result->message, sizeof result->message, s.message());
-      return;
-    }
-    std::string why;
-    if (p.q_format != PACTS_FORMAT_BF16) why = "q_format: accepted: bf16";
-    else if (p.out_format != PACTS_FORMAT_BF16)
-      why = "out_format: accepted: bf16 (vLLM writes the query's type)";
-    else if (p.kv_format != PACTS_FORMAT_BF16)
-      why = "kv_format: accepted: bf16 (kv_cache_dtype \"auto\"; the fp8 caches are not built)";
-    else if (p.k_scale_mode != PACTS_SCALE_NONE || p.v_scale_mode != PACTS_SCALE_NONE)
-      why = "k_scale_mode / v_scale_mode: accepted: none (the bf16 cache path applies no scale)";
-    else if (p.q_len != 1) why = "q_len " + std::to_string(p.q_len) + ": accepted: 1";
-    else if (p.has_sinks) why = "has_sinks 1: accepted: 0 (vLLM's paged attention has no sinks)";
-    else if (p.window != 0)
-      why = "window " + std::to_string(p.window) +
-            ": accepted: 0 (vLLM's paged attention attends every key of the context)";
-    else if (p.softcap != 0.0f) why = "softcap: accepted: 0 (vLLM's paged attention has no soft-cap)";
-    else if (p.want_lse) why = "want_lse 1: accepted: 0 (vLLM's paged attention returns no LSE)";
-    else if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-      why = "head_dim " + std::to_string(p.head_dim) + ": accepted: 64, 128, 256";
-    else if (p.page_size != 8 && p.page_size != 16 && p.page_size != 32)
-      why = "page_size " + std::to_string(p.page_size) + ": accepted: 8, 16, 32";
+    if (refused(p, b, result)) return;
     std::vector<uint8_t> k_copy, v_copy;  // the pools in vLLM's layout, when they were not
-    if (why.empty() && !vllm_layout(p)) to_vllm_layout(p, b, k_copy, v_copy);
+    if (!vllm_layout(p)) to_vllm_layout(p, b, k_copy, v_copy);
     std::vector<uint8_t> q_copy;  // the query in the dense layout, when it was not
-    if (why.empty() && !vllm_query_layout(p)) to_dense_query(p, b, q_copy);
-    if (why.empty()) why = unsupported(p);
-    if (!why.empty()) {
+    if (!vllm_query_layout(p)) to_dense_query(p, b, q_copy);
+    if (const std::string why = unsupported(p); !why.empty()) {
       result->status = PACTS_NOT_SUPPORTED;
       set_text(result->message, sizeof result->message, why);
       return;
@@ -507,42 +624,11 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
       set_text(result->message, sizeof result->message, why_not);
       return;
     }
-    const auto* lens = static_cast<const int32_t*>(b.context_lens.data);
-    int64_t max_seq_len = 0;
-    for (int32_t s = 0; s < p.batch; ++s) {
-      const int64_t n = lens[s];
-      max_seq_len = std::max(max_seq_len, n);
-    }
-
-    // v1 or v2, by vLLM's Python dispatcher (PagedAttention.forward_decode,
-    // vllm/attention/ops/paged_attn.py:126-136 before its removal in #28043):
-    //   max_num_partitions = (max_seq_len + 511) // 512
-    //   use_v1 = max_seq_len <= 8192 and (max_num_partitions == 1 or num_seqs * num_heads > 512)
-    // One case is read as max_num_partitions == 1: a batch of empty contexts, where the rule's
-    // max_num_partitions 0 would give v2 a zero-sized grid that CUDA refuses to launch (vLLM never
-    // decodes without tokens); v1 handles it and writes +0.
-    const int64_t max_num_partitions = div_up(max_seq_len, kPartitionSize);
+    Plan plan;
+    if (!choose_plan(p, static_cast<const int32_t*>(b.context_lens.data), plan, result)) return;
+    const bool use_v1 = plan.use_v1;
+    const int64_t parts = plan.parts;
     const int64_t rows = int64_t{p.batch} * p.num_q_heads;
-    const bool use_v1 = max_seq_len <= 8192 && (max_num_partitions <= 1 || rows > 512);
-    if (!use_v1) {
-      constexpr int64_t kInt = std::numeric_limits<int32_t>::max();
-      std::string limit;
-      if (max_num_partitions > kMaxReducePartitions)
-        limit = "the reduce kernel's 2 * max_num_partitions floats of shared memory exceed the "
-                "48 KiB it is launched with (paged_attention_v2.cu:91), accepted: contexts up to " +
-                std::to_string(kMaxReducePartitions * kPartitionSize) + " keys";
-      else if (rows * max_num_partitions * p.head_dim > kInt)
-        limit = "tmp_out [num_seqs, num_heads, max_num_partitions, head_size] is addressed with "
-                "int offsets (attention_kernels.cuh:480-482), accepted: at most 2^31 - 1 elements";
-      if (!limit.empty()) {
-        result->status = PACTS_NOT_SUPPORTED;
-        set_text(result->message, sizeof result->message,
-                 "longest context_lens entry " + std::to_string(max_seq_len) + " (v2, " +
-                     std::to_string(max_num_partitions) + " partitions of 512): " + limit);
-        return;
-      }
-    }
-    const int64_t parts = use_v1 ? 0 : max_num_partitions;
 
     const size_t out_elems = size_t(rows) * p.head_dim;
     const size_t out_bytes = out_elems * sizeof(T);
@@ -592,18 +678,7 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
     }
     step(cudaStreamSynchronize(st));
     if (e == cudaSuccess) {
-      Args a{};
-      a.num_seqs = p.batch;
-      a.num_heads = p.num_q_heads;
-      a.num_kv_heads = p.num_kv_heads;
-      // vLLM has no query scale; q_scale multiplies every Q element, so it joins the scale.
-      a.scale = p.softmax_scale * p.q_scale;
-      a.max_seq_len = static_cast<int>(max_seq_len);
-      // The row stride of the block table (the kernel's only use of max_num_blocks_per_seq).
-      a.max_num_blocks_per_seq = static_cast<int>(effective(p.block_table_stride, p.batch));
-      a.q_stride = static_cast<int>(effective(p.q_layout.s_batch, p.batch));
-      a.kv_block_stride = static_cast<int>(effective(p.k_layout.s_page, p.num_pages));
-      a.kv_head_stride = static_cast<int>(effective(p.k_layout.s_head, p.num_kv_heads));
+      Args a = scalar_args(p, plan);
       a.out = static_cast<T*>(self->out.ptr);
       a.q = static_cast<const T*>(self->q.ptr);
       a.k_cache = static_cast<const T*>(self->k.ptr);
@@ -626,17 +701,7 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
                std::string("vllm-paged-attention: CUDA: ") + cudaGetErrorString(e));
       return;
     }
-    // The plan used: v2's fixed partitions of 512 keys, or unsplit.
-    if (use_v1) {
-      result->partition_size = 0;
-      result->max_partitions = 1;
-    } else {
-      result->partition_size = kPartitionSize;
-      result->max_partitions = static_cast<int32_t>(max_num_partitions);
-    }
-    set_text(result->variant, sizeof result->variant,
-             std::string("vllm-paged-attention ") + (use_v1 ? "v1" : "v2") + " D" +
-                 std::to_string(p.head_dim) + " bs" + std::to_string(p.page_size));
+    report(p, plan, result);
     // vLLM writes dense [num_seqs, num_heads, head_size]; pacts' layout may leave gaps, which are
     // not written.
     auto* dst = static_cast<uint16_t*>(b.out.data);
@@ -657,33 +722,239 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
   }
 }
 
-pacts_backend_v2 make_descriptor() {
+// What a timed call cannot do without a copy per call (NotSupported), or "": a query the kernels
+// cannot address in place (run() copies it into the dense layout) and an output layout other
+// than the dense one they write (run() copies the rows into it).
+std::string timed_refusal(const pacts_problem& p) {
+  if (!vllm_query_layout(p)) {
+    const int64_t q_vec = 16 / (std::max<int64_t>(32 / p.page_size, 1) * 2);
+    return "q_layout (s_batch " + std::to_string(p.q_layout.s_batch) + ", s_head " +
+           std::to_string(p.q_layout.s_head) + "): vLLM's kernels read a sequence's heads "
+           "contiguously at q + seq * q_stride + head * head_size, which timed calls address in "
+           "place (run() copies the query, a copy per call), accepted: s_head head_dim = " +
+           std::to_string(p.head_dim) + " and s_batch a multiple of " + std::to_string(q_vec) +
+           " up to 2^31 - 1";
+  }
+  return pacts_peer::dense_out_refusal(p, "vLLM");
+}
+
+}  // namespace pacts_vllm_peer
+
+// A prepared timed call (backend_abi.h, version 3): the kernels' arguments, the pools in vLLM's
+// layout where pacts' were not, and v2's workspace, in the call's own device memory.
+struct pacts_backend_prepared {
+  pacts_backend_instance* owner = nullptr;
+  pacts_vllm_peer::Args args{};
+  int head_dim = 0, page_size = 0, parts = 0;
+  bool v2 = false;
+  bool has_work = false;  // false: batch 0, nothing to launch
+  pacts_peer::DeviceBuffer k, v, exp_sums, max_logits, tmp_out;
+};
+
+namespace pacts_vllm_peer {
+
+void prepare(pacts_backend_instance* self, const pacts_problem* problem,
+             const pacts_buffers* buffers, const int32_t* host_block_table,
+             const int32_t* host_context_lens,
+             const pacts_backend_plan_hint* /*hint: vLLM's rule picks the plan*/,
+             pacts_backend_prepared** prepared, pacts_backend_result* result) {
+  *prepared = nullptr;
+  try {
+    pacts_problem p = *problem;  // its pool layouts are replaced when the pools are copied
+    const pacts_buffers& b = *buffers;  // device memory
+    if (self->prepared != nullptr) {
+      result->status = PACTS_INTERNAL;
+      set_text(result->message, sizeof result->message,
+               "vllm-paged-attention: prepare: this instance still holds a prepared call; "
+               "release it first (backend_abi.h: at most one per instance)");
+      return;
+    }
+    if (refused(p, b, result)) return;
+    const pacts_problem given = p;
+    const bool copy_pools = !vllm_layout(p);
+    if (copy_pools) use_vllm_layout(p);
+    // run()'s remaining refusals, with the query as run() would pass it (copied into the dense
+    // layout when the kernels cannot address it), then what only a timed call refuses.
+    pacts_problem as_run = p;
+    if (!vllm_query_layout(as_run)) use_dense_query(as_run);
+    std::string why = unsupported(as_run);
+    if (why.empty()) why = timed_refusal(p);
+    if (!why.empty()) {
+      result->status = PACTS_NOT_SUPPORTED;
+      set_text(result->message, sizeof result->message, why);
+      return;
+    }
+    auto call = std::make_unique<pacts_backend_prepared>();
+    call->owner = self;
+    result->status = PACTS_OK;
+    result->partition_size = 0;
+    result->max_partitions = 1;
+    if (p.batch != 0) {
+      // The device-resident preconditions, from the host copies (as run() checks them).
+      const pacts_buffers host =
+          pacts_peer::with_host_copies(b, host_block_table, host_context_lens);
+      if (const std::string why_not =
+              pacts_peer::unlaunchable(p, host, "vLLM", "reads every page of the context");
+          !why_not.empty()) {
+        result->status = PACTS_DEVICE_ERROR;
+        set_text(result->message, sizeof result->message, why_not);
+        return;
+      }
+      Plan plan;
+      if (!choose_plan(p, host_context_lens, plan, result)) return;
+      const int64_t rows = int64_t{p.batch} * p.num_q_heads;
+      const size_t ws_floats = size_t(rows) * size_t(plan.parts);
+      const size_t tmp_bytes = ws_floats * p.head_dim * sizeof(T);
+      cudaError_t e = cudaSuccess;
+      const auto step = [&](cudaError_t x) {
+        if (e == cudaSuccess) e = x;
+      };
+      const cudaStream_t st = self->stream;
+      // pacts filled its buffers on its own streams: they are complete before ours reads them.
+      step(cudaDeviceSynchronize());
+      const void* k_cache = b.k.data;
+      const void* v_cache = b.v.data;
+      if (copy_pools) {
+        // The pools into vLLM's dense layout on the device (run: to_vllm_layout); every byte of
+        // the copies is an element's.
+        const size_t bytes = size_t(p.num_pages) * p.num_kv_heads * p.head_dim * p.page_size *
+                             sizeof(T);
+        step(call->k.reserve(bytes));
+        step(call->v.reserve(bytes));
+        if (e == cudaSuccess)
+          step(pacts_peer::gather_pool(call->k.ptr, p.k_layout, b.k.data, given.k_layout, p,
+                                       sizeof(T), st));
+        if (e == cudaSuccess)
+          step(pacts_peer::gather_pool(call->v.ptr, p.v_layout, b.v.data, given.v_layout, p,
+                                       sizeof(T), st));
+        k_cache = call->k.ptr;
+        v_cache = call->v.ptr;
+      }
+      if (!plan.use_v1) {
+        // v2's workspace, poisoned once (alternating between calls as run() does), not per
+        // enqueue.
+        const int poison = (self->runs++ % 2 == 0) ? 0xFF : 0x7E;
+        step(call->exp_sums.reserve(ws_floats * sizeof(float)));
+        step(call->max_logits.reserve(ws_floats * sizeof(float)));
+        step(call->tmp_out.reserve(tmp_bytes));
+        step(cudaMemsetAsync(call->exp_sums.ptr, poison, ws_floats * sizeof(float), st));
+        step(cudaMemsetAsync(call->max_logits.ptr, poison, ws_floats * sizeof(float), st));
+        step(cudaMemsetAsync(call->tmp_out.ptr, poison, tmp_bytes, st));
+      }
+      step(cudaStreamSynchronize(st));
+      step(cudaGetLastError());
+      if (e != cudaSuccess) {
+        result->status = PACTS_DEVICE_ERROR;
+        set_text(result->message, sizeof result->message,
+                 std::string("vllm-paged-attention: prepare: CUDA: ") + cudaGetErrorString(e));
+        return;
+      }
+      // pacts' query, block table and context lengths in place, its output written directly.
+      Args& a = call->args;
+      a = scalar_args(p, plan);
+      a.out = static_cast<T*>(b.out.data);
+      a.q = static_cast<const T*>(b.q.data);
+      a.k_cache = static_cast<const T*>(k_cache);
+      a.v_cache = static_cast<const T*>(v_cache);
+      a.block_tables = static_cast<const int*>(b.block_table.data);
+      a.seq_lens = static_cast<const int*>(b.context_lens.data);
+      a.exp_sums = static_cast<float*>(call->exp_sums.ptr);
+      a.max_logits = static_cast<float*>(call->max_logits.ptr);
+      a.tmp_out = static_cast<T*>(call->tmp_out.ptr);
+      a.stream = nullptr;  // enqueue's
+      call->head_dim = p.head_dim;
+      call->page_size = p.page_size;
+      call->v2 = !plan.use_v1;
+      call->parts = static_cast<int>(plan.parts);
+      call->has_work = true;
+      report(p, plan, result);
+    }
+    *prepared = call.release();
+    self->prepared = *prepared;
+  } catch (const std::exception& ex) {
+    result->status = PACTS_INTERNAL;
+    set_text(result->message, sizeof result->message,
+             std::string("vllm-paged-attention: prepare: ") + ex.what());
+  } catch (...) {
+    result->status = PACTS_INTERNAL;
+    set_text(result->message, sizeof result->message,
+             "vllm-paged-attention: prepare: a non-standard exception");
+  }
+}
+
+// The kernel launches alone on pacts' stream: v1, or v2's partition and reduce kernels (each
+// after the shared-memory attribute vLLM's launcher sets); no allocation, copy or
+// synchronisation.
+pacts_status_code enqueue(pacts_backend_prepared* prepared, void* stream, char* message,
+                          uint32_t bytes) {
+  try {
+    if (!prepared->has_work) return PACTS_OK;  // batch 0: nothing to compute
+    Args a = prepared->args;
+    a.stream = static_cast<cudaStream_t>(stream);
+    const cudaError_t e =
+        launch(a, prepared->head_dim, prepared->page_size, prepared->v2, prepared->parts);
+    if (e != cudaSuccess) {
+      set_text(message, bytes, std::string("vllm-paged-attention: enqueue: CUDA: ") +
+                                   cudaGetErrorString(e));
+      return PACTS_DEVICE_ERROR;
+    }
+    return PACTS_OK;
+  } catch (const std::exception& ex) {
+    set_text(message, bytes, std::string("vllm-paged-attention: enqueue: ") + ex.what());
+    return PACTS_INTERNAL;
+  } catch (...) {
+    set_text(message, bytes, "vllm-paged-attention: enqueue: a non-standard exception");
+    return PACTS_INTERNAL;
+  }
+}
+
+// vLLM's kernels check no device-resident input (spec/contract.md §4).
+uint32_t device_error(pacts_backend_prepared* /*prepared*/) { return 0; }
+
+void release(pacts_backend_prepared* prepared) {
+  if (prepared == nullptr) return;
+  if (prepared->owner != nullptr && prepared->owner->prepared == prepared)
+    prepared->owner->prepared = nullptr;
+  delete prepared;
+}
+
+pacts_backend_v3 make_descriptor() {
   static const std::string device = pacts_peer::device_name();
   static const std::string driver = pacts_peer::driver_version();
   static const std::string runtime = pacts_peer::runtime_version();
-  pacts_backend_v2 d{};
-  d.v1.abi_version = PACTS_BACKEND_ABI_VERSION;
-  d.v1.descriptor_bytes = sizeof(pacts_backend_v2);
-  d.v1.problem_abi_version = PACTS_ABI_VERSION;
-  d.v1.name = "vllm-paged-attention";
-  d.v1.device = device.c_str();
-  d.v1.driver = driver.c_str();
-  d.v1.runtime = runtime.c_str();
-  d.v1.version = "vLLM " PACTS_PEER_VLLM_VERSION;
-  d.v1.capabilities = capabilities();
-  d.v1.numerics = numerics();
-  d.v1.create = create;
-  d.v1.destroy = destroy;
-  d.v1.run = run;
-  d.v1.run_replayed = nullptr;
-  d.v2.q_requant = PACTS_Q_REQUANT_NONE;
-  d.v2.batch_invariant = 0;  // v1 or v2 depends on the batch (num_seqs * num_heads > 512)
+  pacts_backend_v3 d{};
+  d.v2.v1.abi_version = PACTS_BACKEND_ABI_VERSION;
+  d.v2.v1.descriptor_bytes = sizeof(pacts_backend_v3);
+  d.v2.v1.problem_abi_version = PACTS_ABI_VERSION;
+  d.v2.v1.name = "vllm-paged-attention";
+  d.v2.v1.device = device.c_str();
+  d.v2.v1.driver = driver.c_str();
+  d.v2.v1.runtime = runtime.c_str();
+  d.v2.v1.version = "vLLM " PACTS_PEER_VLLM_VERSION;
+  d.v2.v1.capabilities = capabilities();
+  d.v2.v1.numerics = numerics();
+  d.v2.v1.create = create;
+  d.v2.v1.destroy = destroy;
+  d.v2.v1.run = run;
+  d.v2.v1.run_replayed = nullptr;
+  d.v2.v2.q_requant = PACTS_Q_REQUANT_NONE;
+  d.v2.v2.batch_invariant = 0;  // v1 or v2 depends on the batch (num_seqs * num_heads > 512)
+  d.v3.timed_calls = 1;
+  d.v3.memory = PACTS_BACKEND_MEMORY_DEVICE;
+  // enqueue() sets the kernels' shared-memory attribute and launches them on the given stream,
+  // nothing else: no allocation, copy or synchronisation, so it can be captured (as vLLM's
+  // decode is captured in its CUDA graphs).
+  d.v3.graph_capturable = 1;
+  d.v3.prepare = prepare;
+  d.v3.enqueue = enqueue;
+  d.v3.device_error = device_error;
+  d.v3.release = release;
   return d;
 }
 
 }  // namespace pacts_vllm_peer
 
 extern "C" PACTS_BACKEND_EXPORT const pacts_backend_v1* pacts_backend_entry(void) {
-  static const pacts_backend_v2 descriptor = pacts_vllm_peer::make_descriptor();
-  return &descriptor.v1;
+  static const pacts_backend_v3 descriptor = pacts_vllm_peer::make_descriptor();
+  return &descriptor.v2.v1;
 }
