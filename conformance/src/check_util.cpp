@@ -203,6 +203,18 @@ Outcome same_bits(const Observed& a, const Observed& b, const std::string& what)
   return Outcome::pass();
 }
 
+Outcome same_bits_or_flushed(const Observed& got, const Observed& want, bool ftz,
+                             const std::string& what) {
+  if (!ftz) return same_bits(got, want, what);
+  Observed flushed = want;  // the reference's codes, with the flushed zero put where allowed
+  for (size_t e = 0; e < got.out_codes.size() && e < want.out_codes.size(); ++e)
+    if (got.out_values[e] == 0.0 && std::fabs(want.out_values[e]) < 0x1p-126) {
+      flushed.out_codes[e] = got.out_codes[e];
+      flushed.out_values[e] = got.out_values[e];
+    }
+  return same_bits(got, flushed, what + " (the profile flushes: +-0 accepted below 2^-126)");
+}
+
 spec::Result<Outcome> same_owned_then_same_bits(const CaseData& a, const CaseData& b) {
   if (std::memcmp(&a.problem, &b.problem, sizeof a.problem) != 0)
     return spec::invalid_argument("the two cases have different problems: the poison relation "

@@ -645,3 +645,30 @@ TEST(Families, PACTS_DEV_3_GraphReplay) {
 
 }  // namespace
 }  // namespace pacts::conformance
+
+namespace pacts::conformance {
+namespace {
+
+// PACTS-ACC-3 / ACC-6's exemption for flushing profiles (spec/properties.md): an output element
+// may be +-0 where the exact value is below 2^-126 and the profile declares ftz; nowhere else.
+TEST(Families, FlushedSubnormalsPassOnlyUnderAFlushingProfile) {
+  Observed want;
+  want.out_codes = {0x0001u, 0x3F80u, 0x0080u};  // bf16: 2^-133, 1.0, 2^-126 (the least normal)
+  want.out_values = {0x1p-133, 1.0, 0x1p-126};
+  Observed got = want;
+  got.out_codes[0] = 0u;
+  got.out_values[0] = 0.0;
+  EXPECT_EQ(same_bits_or_flushed(got, want, true, "t").verdict, Verdict::kPass);
+  EXPECT_EQ(same_bits_or_flushed(got, want, false, "t").verdict, Verdict::kFail);
+  Observed normal_flushed = want;  // the least normal is no subnormal: never exempt
+  normal_flushed.out_codes[2] = 0u;
+  normal_flushed.out_values[2] = 0.0;
+  EXPECT_EQ(same_bits_or_flushed(normal_flushed, want, true, "t").verdict, Verdict::kFail);
+  Observed other = want;  // a subnormal turned into another nonzero value: never exempt
+  other.out_codes[0] = 0x0002u;
+  other.out_values[0] = 0x1p-132;
+  EXPECT_EQ(same_bits_or_flushed(other, want, true, "t").verdict, Verdict::kFail);
+}
+
+}  // namespace
+}  // namespace pacts::conformance

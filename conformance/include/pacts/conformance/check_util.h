@@ -66,6 +66,12 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& problem,
 // Bitwise equality of the output codes, LSE bits and device error word of two runs.
 Outcome same_bits(const Observed& a, const Observed& b, const std::string& what);
 
+// same_bits of a backend's run `got` against the reference's `want`, except that where the
+// backend's profile declares flushing (`ftz`) an output element may be ±0 where the exact value
+// lies below fp32's normal range, |v| < 2^-126 (spec/properties.md PACTS-ACC-3, ACC-6).
+Outcome same_bits_or_flushed(const Observed& got, const Observed& want, bool ftz,
+                             const std::string& what);
+
 // The reference answer of a case (the case must be valid).
 reference::Output reference_answer(const CaseData& c);
 // The answer `backend` is judged against: the reference with the query requantisation its
