@@ -66,6 +66,9 @@ def decode(call):
         o = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm, scale=tau,
                                            enable_gqa=Hq != Hkv)
         o = o[0].float().cpu().numpy().astype(np.float64)  # [Hq, L, D]
+        if os.environ.get("PACTS_SDPA_DEBUG"):
+            sys.stderr.write(f"b {b} rows {rows} j {j0}..{j1} mask {mask.tolist()} q {q[:, :, :3]} "
+                             f"k {k[:, :, :3]} v {v[:, :, :3]} o {o[:, :, :3]}\n")
         for i in live:
             out[b, i] = o[:, i]
     return out, None, error
