@@ -4,8 +4,11 @@
 // Options (before or after gtest's own): --backend NAME (default reference), --seed N (fixed
 // default, printed), --cases N (per property), --case-dir DIR (minimal failing cases),
 // --backend-lib PATH (an external backend, pacts/backend_abi.h, instead of --backend; its tests
-// are named after the name the plugin declares).
+// are named after the name the plugin declares; it runs isolated in pacts-child, spec/process.md,
+// so that a plugin that crashes or hangs fails a case instead of ending the run), --in-process
+// (load the plugin into this process instead: for debuggers and sanitizers).
 #include <pacts/backends/plugin.h>
+#include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
@@ -105,6 +108,15 @@ int main(int argc, char** argv) {
   Config& cfg = config();
   cfg.backend = take_option(argc, argv, "--backend", cfg.backend);
   const std::string library = take_option(argc, argv, "--backend-lib", "");
+  // --in-process: the plugin is loaded into this process (else it runs isolated in pacts-child).
+  bool in_process = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--in-process") {
+      in_process = true;
+      for (int j = i; j + 1 <= argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      break;
+    }
   cfg.run.seed = std::strtoull(take_option(argc, argv, "--seed", "20261129").c_str(), nullptr, 10);
   cfg.run.cases = std::atoi(take_option(argc, argv, "--cases", "60").c_str());
   cfg.run.case_dir = take_option(argc, argv, "--case-dir", "pacts-failures");
@@ -115,13 +127,19 @@ int main(int argc, char** argv) {
   if (library.empty()) {
     backend = make_backend(cfg.backend);
   } else {
-    auto plugin = pb::load_plugin_backend(library);
+    const std::string child = in_process ? std::string() : pb::find_child_program();
+    if (!in_process && child.empty())
+      std::fprintf(stderr, "pacts-conformance: no pacts-child found: %s runs in this process\n",
+                   library.c_str());
+    auto plugin = child.empty() ? pb::load_plugin_backend(library)
+                                : pb::start_isolated_plugin(library, child);
     if (!plugin) {
       std::fprintf(stderr, "pacts-conformance: %s\n", plugin.status().to_string().c_str());
       return 2;
     }
     backend = std::move(plugin).value();
-    cfg.backend = pb::plugin_info(*backend)->declared;
+    if (const pb::PluginInfo* info = pb::plugin_info(*backend)) cfg.backend = info->declared;
+    if (const pb::ProcessInfo* info = pb::process_info(*backend)) cfg.backend = info->declared;
   }
   if (!backend) {
     std::fprintf(stderr, "pacts-conformance: unknown backend '%s'; known:", cfg.backend.c_str());

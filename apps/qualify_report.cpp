@@ -179,7 +179,7 @@ json to_json(const Report& r) {
       jb["bench_sets"].push_back(json::parse(text, nullptr, /*allow_exceptions=*/false));
     if (!b.plugin_path.empty())
       jb["plugin"] = {{"path", b.plugin_path}, {"name", b.plugin_name},
-                      {"version", b.plugin_version}};
+                      {"version", b.plugin_version}, {"ran", b.plugin_isolation}};
     for (const PropertyRow& row : b.rows)
       jb["results"].push_back({{"id", row.id},
                                {"name", row.name},
@@ -229,7 +229,7 @@ std::string to_markdown(const Report& r) {
     md << "| runtime | " << cell(b.runtime) << " |\n";
     if (!b.plugin_path.empty())
       md << "| plugin | " << cell(b.plugin_name) << " version " << cell(b.plugin_version) << ", "
-         << cell(b.plugin_path) << " |\n";
+         << cell(b.plugin_path) << "; ran " << cell(b.plugin_isolation) << " |\n";
     const Capabilities& c = b.capabilities;
     std::vector<std::string> modes;
     for (pacts_scale_mode m : c.scale_modes) modes.push_back(mode_name(m));

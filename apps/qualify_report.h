@@ -38,6 +38,7 @@ struct PropertyRow {
 struct BackendSection {
   std::string name, device, driver, runtime;
   std::string plugin_path, plugin_name, plugin_version;  // external backends only
+  std::string plugin_isolation;  // where an external backend ran: in process, or in a child
   Capabilities capabilities;
   spec::NumericsProfile profile;
   std::vector<PropertyRow> rows;

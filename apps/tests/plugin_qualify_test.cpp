@@ -32,7 +32,8 @@
     !defined(PACTS_PLUGIN_GOOD) || !defined(PACTS_PLUGIN_DROP_SINKS) ||                       \
     !defined(PACTS_PLUGIN_ABI99) || !defined(PACTS_PLUGIN_NO_ENTRY) ||                        \
     !defined(PACTS_PLUGIN_BAD_PAGE) || !defined(PACTS_PLUGIN_V1) ||                          \
-    !defined(PACTS_PLUGIN_V2) || !defined(PACTS_PLUGIN_TIMED_NO_RELEASE)
+    !defined(PACTS_PLUGIN_V2) || !defined(PACTS_PLUGIN_TIMED_NO_RELEASE) ||                   \
+    !defined(PACTS_PLUGIN_CRASH)
 #error "the build defines the paths of pacts-qualify, the mustpass set and the test plugins"
 #endif
 
@@ -602,6 +603,35 @@ TEST(QualifyReport, FailingPluginExitsNonZeroNamingPropertyAndCaseFiles) {
   EXPECT_EQ(xml_fault(junit), "");
   EXPECT_NE(junit.find("<failure message="), std::string::npos);
   EXPECT_NE(read_text(dir / "report" / "report.md").find("**PACTS-ACC-1** Fail"), std::string::npos);
+}
+
+// A plugin that aborts at its 5th run, isolated in pacts-child (the default): the case of that
+// run fails naming the crash, the child is started again (and this time computes) and the run
+// goes on to the next property, which passes, and writes its report; the report says where the
+// plugin ran.
+TEST(QualifyReport, ACrashingPluginFailsACaseAndTheReportIsWritten) {
+  const fs::path dir = scratch("crashing");
+  const fs::path mark = dir / "crashed-once";
+  fs::remove(mark);
+  setenv("PACTS_PLUGIN_CRASH_MARK", mark.c_str(), 1);  // the first child crashes, not its restart
+  const Exit e = run_qualify("--backend none --backend-lib " + std::string(PACTS_PLUGIN_CRASH) +
+                                 " --property PACTS-ACC-1 --property PACTS-META-2 --cases 10"
+                                 " --bench-sets none --seed 20261129 --out " +
+                                 (dir / "report").string(),
+                             dir);
+  unsetenv("PACTS_PLUGIN_CRASH_MARK");
+  ASSERT_EQ(e.code, 1) << e.output;
+  EXPECT_TRUE(fs::exists(mark));
+  const json j = json::parse(read_text(dir / "report" / "report.json"));
+  ASSERT_EQ(j["backends"].size(), 1u);
+  const json& b = j["backends"][0];
+  EXPECT_NE(b["plugin"]["ran"].get<std::string>().find("isolated in a child process"),
+            std::string::npos) << b.dump(2);
+  ASSERT_EQ(b["results"].size(), 2u);
+  EXPECT_EQ(b["results"][0]["verdict"], "Fail");
+  EXPECT_NE(b["results"][0].dump().find("crashed"), std::string::npos) << b["results"][0].dump(2);
+  EXPECT_EQ(b["results"][1]["id"], "PACTS-META-2");
+  EXPECT_EQ(b["results"][1]["verdict"], "Pass") << b["results"][1].dump(2);
 }
 
 TEST(QualifyReport, RefusedPluginIsAUsageError) {

@@ -492,7 +492,8 @@ std::atomic<uint64_t> g_calls{0};
 
 class ProcessBackend final : public Backend {
  public:
-  explicit ProcessBackend(std::string command) : command_(std::move(command)) {}
+  explicit ProcessBackend(std::string command, std::string display_name = "")
+      : command_(std::move(command)), display_(std::move(display_name)) {}
 
   // Starts the child and reads its declaration.
   Status open() {
@@ -501,10 +502,18 @@ class ProcessBackend final : public Backend {
     if (Status s = start_child(c, line); !s) return s;
     const Status s = read_declaration(c, line, declared_);
     if (!s) child_.kill_group();  // refused: not asked to exit, not waited for
+    info_.command = command_;
+    info_.declared = declared_.name;
+    info_.driver = declared_.driver;
+    info_.runtime = declared_.runtime;
+    info_.kernel_version = declared_.version;
     return s;
   }
 
-  std::string name() const override { return kProcessPrefix + command_; }
+  const ProcessInfo& info() const { return info_; }
+  ProcessInfo& info() { return info_; }
+
+  std::string name() const override { return display_.empty() ? kProcessPrefix + command_ : display_; }
   std::string device() const override { return declared_.device; }
   const conformance::Capabilities& capabilities() const override { return declared_.caps; }
   const spec::NumericsProfile& profile() const override { return declared_.profile; }
@@ -684,6 +693,8 @@ class ProcessBackend final : public Backend {
   }
 
   std::string command_;
+  std::string display_;  // the name() of an isolated plugin ("lib:PATH"), else ""
+  ProcessInfo info_;
   Declaration declared_;
   Child child_;
   std::mutex mutex_;
@@ -737,6 +748,50 @@ spec::Result<std::unique_ptr<Backend>> start_process_backend(const std::string& 
   auto backend = std::make_unique<ProcessBackend>(command);
   if (Status s = backend->open(); !s) return s;
   return std::unique_ptr<Backend>(std::move(backend));
+}
+
+namespace {
+
+// A word for /bin/sh: single quotes, with each ' written as '\''.
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+spec::Result<std::unique_ptr<Backend>> start_isolated_plugin(const std::string& library,
+                                                             const std::string& child_program) {
+  std::error_code ec;
+  const std::string absolute = fs::absolute(fs::path(library), ec).lexically_normal().string();
+  if (child_program.empty())
+    return spec::not_supported("backend library " + absolute +
+                               ": no pacts-child to isolate it in (set PACTS_CHILD, or run the "
+                               "plugin in this process)");
+  const std::string command =
+      shell_quoted(child_program) + " --backend " + shell_quoted("lib:" + absolute);
+  auto backend = std::make_unique<ProcessBackend>(command, std::string("lib:") + absolute);
+  if (Status s = backend->open(); !s) return s;
+  backend->info().library = absolute;
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+std::string find_child_program() {
+  if (const char* env = std::getenv("PACTS_CHILD"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& candidate :
+       {self.parent_path() / "pacts-child", self.parent_path().parent_path() / "tools" / "pacts-child"})
+    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0)
+      return candidate.string();
+  return "";
+}
+
+const ProcessInfo* process_info(const Backend& backend) {
+  const auto* p = dynamic_cast<const ProcessBackend*>(&backend);
+  return p ? &p->info() : nullptr;
 }
 
 void register_process_backend() {

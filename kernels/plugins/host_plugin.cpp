@@ -12,6 +12,8 @@
 // - PACTS_PLUGIN_ABI_V1 / PACTS_PLUGIN_ABI_V2 build a version 1 / version 2 plugin (they must
 //   still load).
 // - PACTS_PLUGIN_TIMED_NO_RELEASE declares timed calls without release (the loader must refuse).
+// - PACTS_PLUGIN_CRASH_ON_RUN=N: abort() at the Nth run() of the process (pacts must survive it
+//   when the plugin runs isolated in pacts-child).
 // - PACTS_PLUGIN_TIMED_WRITES_NOTHING: enqueue() answers OK and computes nothing (pacts-bench must
 //   not report its time as a row).
 // - PACTS_PLUGIN_MAX_PAGE_SIZE overrides the declared largest page size (48: the loader must
@@ -21,6 +23,7 @@
 #include <pacts/host.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -198,6 +201,23 @@ void guarded(pacts_backend_result* result, F&& body) {
 
 void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts_buffers* buffers,
          const pacts_backend_plan_hint* hint, pacts_backend_result* result) {
+#ifdef PACTS_PLUGIN_CRASH_ON_RUN
+  // The planted crash: the process dies at this instance's Nth run (a plugin bug that takes its
+  // host process down; isolated, it fails one case).
+  // With PACTS_PLUGIN_CRASH_MARK set to a path, only the first process to get there crashes (it
+  // leaves the file behind): a restarted child then computes.
+  static int calls = 0;
+  if (++calls == PACTS_PLUGIN_CRASH_ON_RUN) {
+    const char* mark = std::getenv("PACTS_PLUGIN_CRASH_MARK");
+    if (mark == nullptr) std::abort();
+    if (std::FILE* f = std::fopen(mark, "r")) {
+      std::fclose(f);
+    } else {
+      if (std::FILE* g = std::fopen(mark, "w")) std::fclose(g);
+      std::abort();
+    }
+  }
+#endif
   guarded(result, [&] { run_plan(self, problem, buffers, nullptr, 0, hint, result); });
 }
 

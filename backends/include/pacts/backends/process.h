@@ -27,6 +27,27 @@ inline constexpr const char* kProcessPrefix = "exec:";
 // backend's name() is kProcessPrefix + command.
 spec::Result<std::unique_ptr<conformance::Backend>> start_process_backend(const std::string& command);
 
+// A C ABI plugin run in a child (`pacts-child --backend lib:LIBRARY`, started from
+// `child_program`), so that a plugin that crashes, hangs or exits fails the case it was given and
+// the run goes on. Its name() stays "lib:" + the library's absolute path, so that reports and
+// replay commands read as for a plugin loaded in process (a replay loads it in process).
+spec::Result<std::unique_ptr<conformance::Backend>> start_isolated_plugin(
+    const std::string& library, const std::string& child_program);
+
+// pacts-child as the running program finds it: $PACTS_CHILD when set, else beside the running
+// executable, else in ../tools/ of its folder (the build tree: build/conformance/ and
+// build/tools/). "" when none exists.
+std::string find_child_program();
+
+// What a process backend's child declared in its handshake (nullptr for other backends).
+struct ProcessInfo {
+  std::string command;         // what was started
+  std::string library;         // start_isolated_plugin's library (absolute), else ""
+  std::string declared;        // the handshake's name
+  std::string driver, runtime, kernel_version;
+};
+const ProcessInfo* process_info(const conformance::Backend& backend);
+
 // Registers the prefix "exec:" in the conformance registry (a refusal is printed on stderr and
 // makes no backend).
 void register_process_backend();
