@@ -65,7 +65,10 @@ class PropertyTest : public testing::Test {
     const std::string minimal = s.minimal ? "\n  minimal case: " + describe(*s.minimal) : "";
     switch (s.verdict) {
       case Verdict::kFail:
-        ADD_FAILURE() << property_->id << " failed on " << s.backend << ": " << s.failure << minimal
+      case Verdict::kCrash:
+      case Verdict::kTimeout:
+        ADD_FAILURE() << property_->id << " " << (s.verdict == Verdict::kFail ? "failed" : verdict_name(s.verdict))
+                      << " on " << s.backend << ": " << s.failure << minimal
                       << where;
         break;
       case Verdict::kQualityWarning:

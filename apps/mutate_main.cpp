@@ -137,7 +137,7 @@ int run_child(const std::string& name, const Options& o) {
     std::fflush(stdout);
     const conformance::PropertyStats s =
         conformance::run_property(bounded(p), *under_test, *reference, run);
-    if (s.verdict == conformance::Verdict::kFail) {
+    if (conformance::is_failure(s.verdict)) {
       std::printf("%s\tkilled\t%s\t%lld\t%s\t%s\n", kResultTag, p.id.c_str(),
                   static_cast<long long>(s.cases), s.case_file.empty() ? "-" : s.case_file.c_str(),
                   one_line(s.failure).c_str());

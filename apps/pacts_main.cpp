@@ -70,7 +70,7 @@ pc::Outcome checked(const pc::Property& property, pc::Backend& backend, pc::Back
   }
 }
 
-int exit_code(pc::Verdict v) { return v == pc::Verdict::kFail ? kExitFail : kExitPass; }
+int exit_code(pc::Verdict v) { return pc::is_failure(v) ? kExitFail : kExitPass; }
 
 void print_verdict(const char* id, const pc::Outcome& o) {
   std::printf("  verdict:  %s %s (worst error/bound ratio %.3g)%s\n", id, pc::verdict_name(o.verdict),
@@ -256,7 +256,7 @@ int judge(const std::string& dir, const std::string& profile_name, const std::st
     }
     std::printf("  twin:     %s (the same owned data, other unowned bytes)\n", twin.c_str());
     print_verdict("poison relation (PACTS-POISON-*)", same.value());
-    if (same.value().verdict == pc::Verdict::kFail) code = kExitFail;
+    if (pc::is_failure(same.value().verdict)) code = kExitFail;
   }
   return code;
 }
@@ -274,16 +274,18 @@ int check_case_file(const std::string& path, const std::string& backend_name) {
   std::printf("pacts case check %s\n  case:    %s\n  backend: %s (%s)\n\n", path.c_str(),
               pc::describe(spec).c_str(), backend->name().c_str(), backend->device().c_str());
   std::printf("%-18s %-34s %-15s %12s\n", "ID", "name", "verdict", "worst ratio");
-  int counts[4] = {0, 0, 0, 0};
+  int counts[6] = {0, 0, 0, 0, 0, 0};
   for (const pc::Property& property : pc::catalogue()) {
     const pc::Outcome o = checked(property, *backend, *reference, spec);
     ++counts[static_cast<int>(o.verdict)];
     std::printf("%-18s %-34s %-15s %12.3g\n", property.id.c_str(), property.name.c_str(),
                 pc::verdict_name(o.verdict), o.worst_ratio);
-    if (o.verdict == pc::Verdict::kFail || o.verdict == pc::Verdict::kQualityWarning)
+    if (pc::is_failure(o.verdict) || o.verdict == pc::Verdict::kQualityWarning)
       std::printf("    %s\n", o.detail.c_str());
   }
-  const int fails = counts[static_cast<int>(pc::Verdict::kFail)];
+  const int fails = counts[static_cast<int>(pc::Verdict::kFail)] +
+                    counts[static_cast<int>(pc::Verdict::kCrash)] +
+                    counts[static_cast<int>(pc::Verdict::kTimeout)];
   std::printf("\n%zu properties: %d passed, %d failed, %d quality warnings, %d not supported\n",
               pc::catalogue().size(), counts[static_cast<int>(pc::Verdict::kPass)], fails,
               counts[static_cast<int>(pc::Verdict::kQualityWarning)],

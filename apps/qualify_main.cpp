@@ -97,7 +97,7 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const S
     return;
   }
   const bool failed = std::any_of(section.rows.begin(), section.rows.end(),
-                                  [](const rpt::PropertyRow& r) { return r.verdict == pc::Verdict::kFail; });
+                                  [](const rpt::PropertyRow& r) { return pc::is_failure(r.verdict); });
   if (failed) {
     section.bench = "Not timed: a Mandatory property failed on this backend.";
     return;
@@ -156,7 +156,9 @@ void describe_environment(const pc::Backend& backend, rpt::BackendSection& secti
 void add(rpt::Counts& counts, pc::Verdict v) {
   switch (v) {
     case pc::Verdict::kPass: ++counts.pass; break;
-    case pc::Verdict::kFail: ++counts.fail; break;
+    case pc::Verdict::kFail:
+    case pc::Verdict::kCrash:
+    case pc::Verdict::kTimeout: ++counts.fail; break;
     case pc::Verdict::kNotSupported: ++counts.not_supported; break;
     case pc::Verdict::kQualityWarning: ++counts.quality_warning; break;
   }
@@ -171,22 +173,25 @@ rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
   row.name = p.name;
   row.mandatory = p.level == pc::Level::kMandatory;
   const auto t0 = std::chrono::steady_clock::now();
+  // A Crash or Timeout of a process backend (spec/process.md) names the row's failure.
+  pc::Verdict lost = pc::Verdict::kFail;
   for (const pc::MustpassEntry& e : settings.mustpass->entries) {
     if (std::find(e.properties.begin(), e.properties.end(), p.id) == e.properties.end()) continue;
     const pc::Outcome o = pc::check_mustpass(e, p, backend, reference);
     add(row.mustpass, o.verdict);
+    if (o.verdict == pc::Verdict::kCrash || o.verdict == pc::Verdict::kTimeout) lost = o.verdict;
     row.worst_ratio = std::max(row.worst_ratio, o.worst_ratio);
-    if (o.verdict == pc::Verdict::kFail || o.verdict == pc::Verdict::kQualityWarning) {
+    if (pc::is_failure(o.verdict) || o.verdict == pc::Verdict::kQualityWarning) {
       row.failing_case_files.push_back(e.path);
       if (row.detail.empty()) row.detail = "mustpass " + e.path + ": " + o.detail;
     }
   }
   const pc::PropertyStats s = pc::run_property(p, backend, reference, settings.run);
   // The runner stops at the first failing (or warning) case and shrinks it: one such case at most.
-  const bool bad = s.verdict == pc::Verdict::kFail || s.verdict == pc::Verdict::kQualityWarning;
+  const bool bad = pc::is_failure(s.verdict) || s.verdict == pc::Verdict::kQualityWarning;
   row.generated.pass = s.passed;
   row.generated.not_supported = s.not_supported;
-  row.generated.fail = s.verdict == pc::Verdict::kFail ? 1 : 0;
+  row.generated.fail = pc::is_failure(s.verdict) ? 1 : 0;
   row.generated.quality_warning = s.verdict == pc::Verdict::kQualityWarning ? 1 : 0;
   row.worst_ratio = std::max(row.worst_ratio, s.worst_ratio);
   if (bad) {
@@ -194,7 +199,9 @@ rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
     if (row.detail.empty()) row.detail = s.failure;
     row.replay = s.replay;
   }
+  if (s.verdict == pc::Verdict::kCrash || s.verdict == pc::Verdict::kTimeout) lost = s.verdict;
   row.verdict = rpt::combine(row.mustpass, row.generated);
+  if (row.verdict == pc::Verdict::kFail) row.verdict = lost;
   row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return row;
 }
@@ -231,9 +238,9 @@ void print_summary(const rpt::Report& report) {
                   r.name.substr(0, 32).c_str(), backend.substr(0, 24).c_str(),
                   pc::verdict_name(r.verdict), static_cast<long long>(r.mustpass.total()),
                   static_cast<long long>(r.generated.total()), r.worst_ratio);
-      if (r.verdict == pc::Verdict::kFail) ++failed;
+      if (pc::is_failure(r.verdict)) ++failed;
       if (r.verdict == pc::Verdict::kQualityWarning) ++warnings;
-      if (r.verdict == pc::Verdict::kFail || r.verdict == pc::Verdict::kQualityWarning) {
+      if (pc::is_failure(r.verdict) || r.verdict == pc::Verdict::kQualityWarning) {
         std::printf("    %s\n", r.detail.c_str());
         for (const std::string& f : r.failing_case_files)
           std::printf("    case file: %s\n      replay: pacts case run %s --backend %s\n", f.c_str(),

@@ -127,7 +127,7 @@ std::string count_cell(const Counts& c) {
          std::to_string(c.not_supported) + " / " + std::to_string(c.quality_warning);
 }
 
-bool row_failed(const PropertyRow& r) { return r.verdict == Verdict::kFail; }
+bool row_failed(const PropertyRow& r) { return is_failure(r.verdict); }
 
 }  // namespace
 
@@ -277,14 +277,16 @@ std::string to_markdown(const Report& r) {
     for (const PropertyRow& row : b.rows)
       md << "| " << row.id << " | " << row.name << " | "
          << (row.mandatory ? "Mandatory" : "QualityWarning") << " | "
-         << (row.verdict == Verdict::kFail ? "**Fail**" : verdict_name(row.verdict)) << " | "
+         << (is_failure(row.verdict) ? "**" + std::string(verdict_name(row.verdict)) + "**"
+                                     : std::string(verdict_name(row.verdict)))
+         << " | "
          << count_cell(row.mustpass) << " | " << count_cell(row.generated) << " | "
          << ratio_text(row.worst_ratio) << " | " << cell(joined(row.failing_case_files, "; "))
          << " |\n";
     md << "\n";
     bool any = false;
     for (const PropertyRow& row : b.rows) {
-      if (row.verdict != Verdict::kFail && row.verdict != Verdict::kQualityWarning) continue;
+      if (!is_failure(row.verdict) && row.verdict != Verdict::kQualityWarning) continue;
       if (!any) md << "### Failures and warnings\n\n";
       any = true;
       md << "- **" << row.id << "** " << verdict_name(row.verdict) << ": " << cell(row.detail) << "\n";
@@ -310,7 +312,7 @@ std::string to_junit(const Report& r) {
   for (const BackendSection& b : r.backends)
     for (const PropertyRow& row : b.rows) {
       ++tests;
-      failures += row.verdict == Verdict::kFail;
+      failures += is_failure(row.verdict);
       skipped += row.verdict == Verdict::kNotSupported;
     }
   for (const CheckResult& c : r.self_checks) {
@@ -338,8 +340,9 @@ std::string to_junit(const Report& r) {
       x << "    <testcase classname=\"pacts." << xml_escaped(b.name) << "\" name=\""
         << xml_escaped(row.id + " " + row.name) << "\" time=\"" << row.seconds << "\">\n";
       const std::string files = joined(row.failing_case_files, "; ");
-      if (row.verdict == Verdict::kFail)
-        x << "      <failure message=\"" << xml_escaped(row.detail) << "\" type=\"Fail\">"
+      if (is_failure(row.verdict))
+        x << "      <failure message=\"" << xml_escaped(row.detail) << "\" type=\""
+          << verdict_name(row.verdict) << "\">"
           << xml_escaped("case files: " + files + (row.replay.empty() ? "" : "\nreplay: " + row.replay))
           << "</failure>\n";
       if (row.verdict == Verdict::kNotSupported)

@@ -628,8 +628,10 @@ TEST(QualifyReport, ACrashingPluginFailsACaseAndTheReportIsWritten) {
   EXPECT_NE(b["plugin"]["ran"].get<std::string>().find("isolated in a child process"),
             std::string::npos) << b.dump(2);
   ASSERT_EQ(b["results"].size(), 2u);
-  EXPECT_EQ(b["results"][0]["verdict"], "Fail");
+  EXPECT_EQ(b["results"][0]["verdict"], "Crash");
   EXPECT_NE(b["results"][0].dump().find("crashed"), std::string::npos) << b["results"][0].dump(2);
+  EXPECT_NE(read_text(dir / "report" / "report.md").find("**Crash**"), std::string::npos);
+  EXPECT_NE(read_text(dir / "report" / "report.junit.xml").find("type=\"Crash\""), std::string::npos);
   EXPECT_EQ(b["results"][1]["id"], "PACTS-META-2");
   EXPECT_EQ(b["results"][1]["verdict"], "Pass") << b["results"][1].dump(2);
 }

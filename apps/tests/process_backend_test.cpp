@@ -182,12 +182,27 @@ TEST(ProcessBackend, PlantedChildrenFailTheirPropertiesAndTheRunGoesOn) {
   auto child = start(planted("crash", 5));
   ASSERT_NE(child, nullptr);
   const PropertyStats acc1 = run_property(*find_property("PACTS-ACC-1"), *child, *reference, o);
-  EXPECT_EQ(acc1.verdict, Verdict::kFail);
+  EXPECT_EQ(acc1.verdict, Verdict::kCrash);
+  EXPECT_TRUE(is_failure(acc1.verdict));
   EXPECT_NE(acc1.failure.find("crashed: exit status 134 (signal 6"), std::string::npos) << acc1.failure;
   EXPECT_FALSE(acc1.case_file.empty());
   EXPECT_TRUE(fs::exists(acc1.case_file)) << acc1.case_file;
   const PropertyStats acc2 = run_property(*find_property("PACTS-ACC-2"), *child, *reference, o);
   EXPECT_EQ(acc2.verdict, Verdict::kPass) << acc2.failure;
+  // A hang at the 3rd request: PACTS-ACC-2 times out (2 s here); the timed-out case is kept as
+  // it is, not shrunk (each smaller case could hang as long again), so the property ends within a
+  // few timeouts.
+  setenv("PACTS_EXEC_TIMEOUT_S", "2", 1);
+  auto hanging = start(planted("hang", 3));
+  ASSERT_NE(hanging, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  const PropertyStats acc2_hang = run_property(*find_property("PACTS-ACC-2"), *hanging, *reference, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("PACTS_EXEC_TIMEOUT_S");
+  EXPECT_EQ(acc2_hang.verdict, Verdict::kTimeout) << acc2_hang.failure;
+  EXPECT_NE(acc2_hang.failure.find("timed out: no reply within 2 s"), std::string::npos);
+  EXPECT_LT(seconds, 10.0);
+  EXPECT_FALSE(acc2_hang.case_file.empty());
   // The healthy child passes the same properties.
   auto healthy = start(planted("none", 1));
   ASSERT_NE(healthy, nullptr);

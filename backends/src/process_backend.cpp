@@ -557,6 +557,8 @@ class ProcessBackend final : public Backend {
   RunResult failed(const std::string& what) {
     RunResult r;
     r.status = spec::Status(spec::Code::kInternal, "exec child '" + command_ + "' " + what);
+    if (what.rfind("crashed", 0) == 0) r.lost = RunResult::Lost::kCrash;
+    if (what.rfind("timed out", 0) == 0) r.lost = RunResult::Lost::kTimeout;
     return r;
   }
 

@@ -166,7 +166,7 @@ Gate run_gate(conformance::Backend& backend, const Options& options) {
     g.seconds += s.seconds;
     say(options, "  gate %-18s %-15s %5lld cases %7.2f s\n", s.id.c_str(),
         conformance::verdict_name(s.verdict), static_cast<long long>(s.cases), s.seconds);
-    if (s.verdict != conformance::Verdict::kFail) continue;
+    if (!conformance::is_failure(s.verdict)) continue;
     g.failures.push_back({s.id, s.name, conformance::verdict_name(s.verdict), s.failure,
                           s.case_file, s.replay});
   }

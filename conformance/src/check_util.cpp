@@ -114,6 +114,10 @@ std::optional<Outcome> run_failed(const Observed& o, const char* what) {
   if (o.run.status.is_ok()) return std::nullopt;
   if (o.run.status.code() == spec::Code::kNotSupported)
     return Outcome::not_supported(std::string(what) + ": " + o.run.status.message());
+  if (o.run.lost == RunResult::Lost::kCrash)
+    return Outcome{Verdict::kCrash, std::string(what) + ": " + o.run.status.message(), 0};
+  if (o.run.lost == RunResult::Lost::kTimeout)
+    return Outcome{Verdict::kTimeout, std::string(what) + ": " + o.run.status.message(), 0};
   return Outcome::fail(std::string(what) + ": the backend refused a valid problem: " +
                        o.run.status.to_string());
 }

@@ -56,6 +56,9 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
   const GenLimits limits = restrict_to_capabilities(property.limits, backend.capabilities());
   const auto testable = [&]() {
     const CaseSpec spec = *gen_case(limits);
+    // After a timeout, shrinking would wait the timeout again on every smaller case that hangs:
+    // the case that timed out is kept as it is (every shrink candidate is accepted as passing).
+    if (tracker.shrinking && tracker.last_verdict == Verdict::kTimeout) return;
     Outcome o;
     try {
       o = check_case(property, backend, reference, spec);
@@ -107,7 +110,7 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
 
   if (tracker.last_failure) {
     stats.failed = 1;
-    stats.verdict = tracker.last_verdict;  // Fail, or QualityWarning (property.h)
+    stats.verdict = tracker.last_verdict;  // Fail, Crash, Timeout or QualityWarning (property.h)
     stats.failure = tracker.last_detail;
     stats.minimal = tracker.last_failure;
     if (!options.case_dir.empty()) {

@@ -151,6 +151,8 @@ const char* verdict_name(Verdict v) {
     case Verdict::kFail: return "Fail";
     case Verdict::kNotSupported: return "NotSupported";
     case Verdict::kQualityWarning: return "QualityWarning";
+    case Verdict::kCrash: return "Crash";
+    case Verdict::kTimeout: return "Timeout";
   }
   return "?";
 }

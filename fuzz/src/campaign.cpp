@@ -362,7 +362,9 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
         ++c.cases;
         switch (outcome.verdict) {
           case pc::Verdict::kPass: ++c.passed; break;
-          case pc::Verdict::kFail: ++c.failed; break;
+          case pc::Verdict::kFail:
+          case pc::Verdict::kCrash:
+          case pc::Verdict::kTimeout: ++c.failed; break;
           case pc::Verdict::kNotSupported: ++c.not_supported; break;
           case pc::Verdict::kQualityWarning: ++c.quality_warnings; break;
         }

@@ -72,6 +72,10 @@ struct RunResult {
   spec::Status status;            // Ok, or the refusal (nothing written) / device error
   uint32_t device_error = 0;      // PACTS_DEVERR_* bits (spec/contract.md §4)
   PlanUsed plan;
+  // A backend that is a process of its own (spec/process.md): the call failed because the
+  // process died or did not answer in time (status Internal then says how). kNone otherwise.
+  enum class Lost { kNone, kCrash, kTimeout };
+  Lost lost = Lost::kNone;
 };
 
 // One problem of a batch run.

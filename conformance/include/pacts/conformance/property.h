@@ -26,7 +26,7 @@ struct Outcome {
   static Outcome pass(double ratio = 0) { return {Verdict::kPass, {}, ratio}; }
   static Outcome fail(std::string why, double ratio = 0) { return {Verdict::kFail, std::move(why), ratio}; }
   static Outcome not_supported(std::string why) { return {Verdict::kNotSupported, std::move(why), 0}; }
-  bool failed() const { return verdict == Verdict::kFail; }
+  bool failed() const { return is_failure(verdict); }
 };
 
 // What a check may use: the backend under test and the reference backend (which defines the

@@ -2,14 +2,22 @@
 // self-check reports. Pass: every case ran and held. Fail: a Mandatory criterion was violated.
 // NotSupported: the case needs a capability the backend does not declare (never a failure; a
 // property that ran no case reports it too, never Pass). QualityWarning: only a QualityWarning
-// criterion was violated (never blocks conformance).
+// criterion was violated (never blocks conformance). Crash and Timeout: a backend that is a
+// process of its own (spec/process.md) died or did not answer within its timeout on a case;
+// failures like Fail, named for what happened.
 #pragma once
 
 namespace pacts::conformance {
 
-enum class Verdict { kPass, kFail, kNotSupported, kQualityWarning };
+enum class Verdict { kPass, kFail, kNotSupported, kQualityWarning, kCrash, kTimeout };
 
-// "Pass", "Fail", "NotSupported", "QualityWarning": the names the reports print.
+// "Pass", "Fail", "NotSupported", "QualityWarning", "Crash", "Timeout": the names the reports
+// print.
 const char* verdict_name(Verdict v);
+
+// Fail, Crash or Timeout: the verdicts that block conformance.
+constexpr bool is_failure(Verdict v) {
+  return v == Verdict::kFail || v == Verdict::kCrash || v == Verdict::kTimeout;
+}
 
 }  // namespace pacts::conformance
