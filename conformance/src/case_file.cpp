@@ -390,7 +390,7 @@ CaseFile parse(const std::string& text, const std::string& where) {
   Json root;
   try {
     root = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, and numbers beyond binary64 (1e999)
     throw io::FieldError{where + ": not JSON: " + e.what()};
   }
   io::Fields f(root, where, "");

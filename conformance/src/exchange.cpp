@@ -630,7 +630,7 @@ spec::Result<CaseData> load_or_throw(const std::string& dir) {
   Json root;
   try {
     root = Json::parse(text.value());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, and numbers beyond binary64 (1e999)
     throw io::FieldError{json_path + ": not JSON: " + e.what()};
   }
   CaseData c;

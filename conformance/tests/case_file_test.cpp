@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -406,6 +407,19 @@ struct BadValue {
   Json value;
   const char* expect;  // part of the message
 };
+
+// A number beyond binary64 anywhere in a case file is a refusal naming the file, not an abort.
+TEST(CaseFileJson, NumbersBeyondBinary64AreRefused) {
+  std::string s = to_json_text(rich_file());
+  const size_t at = s.find("\"seed\"");
+  ASSERT_NE(at, std::string::npos);
+  s.insert(at, "\"extra\": 1e999, ");
+  auto r = from_json_text(s);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("not JSON"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("1e999"), std::string::npos) << r.status().message();
+}
 
 TEST(CaseFileJson, RefusesBadValuesNamingKeyAndValue) {
   const std::vector<BadValue> cases = {
@@ -872,6 +886,19 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
       {"more pages than the pool holds", edit_json([](Json& j) { j["num_pages"] = j["num_pages"].get<int>() + 1; }),
        "k_pages.npy: "},
       {"not json", [](const std::string& d) { write_bytes(d + "/problem.json", "{"); },
+       "problem.json: not JSON"},
+      // A number beyond binary64 is refused like any bad JSON, never an uncaught exception.
+      {"number beyond binary64",
+       [](const std::string& d) {
+         std::ifstream in(d + "/problem.json");
+         std::stringstream text;
+         text << in.rdbuf();
+         std::string json = text.str();
+         const size_t at = json.find("\"softcap\": ");
+         const size_t end = json.find_first_of(",\n}", at + 11);
+         json.replace(at, end - at, "\"softcap\": 1e999");
+         write_bytes(d + "/problem.json", json);
+       },
        "problem.json: not JSON"},
   };
   for (const Broken& b : broken) {
