@@ -196,7 +196,23 @@ spec::Status write_text_atomically(const std::string& path, const std::string& t
       path, {std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())});
 }
 
+bool readable_file_or_throw(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found) return false;
+  if (ec) throw FieldError{path + ": cannot examine: " + ec.message()};
+  if (st.type() != std::filesystem::file_type::regular)
+    throw FieldError{path + ": not a regular file (a directory, FIFO, socket or device): "
+                            "accepted: a regular file"};
+  return true;
+}
+
 spec::Result<std::string> read_text(const std::string& path) {
+  try {
+    readable_file_or_throw(path);  // a missing file: the open below names the system's reason
+  } catch (const FieldError& e) {
+    return spec::invalid_argument(e.message);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return spec::invalid_argument(system_error("cannot open", path));
   std::ostringstream text;

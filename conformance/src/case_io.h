@@ -157,4 +157,9 @@ spec::Status write_text_atomically(const std::string& path, const std::string& t
 // The whole file, or InvalidArgument naming the path and the reason.
 spec::Result<std::string> read_text(const std::string& path);
 
+// Whether `path` names a file to read, without throwing: false when it does not exist; an
+// io::FieldError naming the path when it exists but is no regular file (a FIFO would block the
+// read, a device never end it) or cannot be examined (a loop of symbolic links).
+bool readable_file_or_throw(const std::string& path);
+
 }  // namespace pacts::conformance::io

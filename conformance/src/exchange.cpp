@@ -195,6 +195,7 @@ class HeaderParser {
 };
 
 NpyArray read_npy_or_throw(const std::string& path) {
+  io::readable_file_or_throw(path);  // a missing file: the open below names the system's reason
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io::FieldError{path + ": cannot open: " + std::strerror(errno)};
   char pre[8];
@@ -589,7 +590,7 @@ void load_input(const std::string& dir, const InputFile& f, CaseData& c) {
   const std::string path = file_of(dir, f.name);
   const std::string name = std::string(f.name) + ".npy";
   const std::string where = where_of(dir) + ": " + name;
-  const bool present = fs::exists(path);
+  const bool present = io::readable_file_or_throw(path);
   if (!f.used) {
     if (present)
       throw io::FieldError{where + ": present, but problem.json does not use it (" +
@@ -725,7 +726,8 @@ void load_result_or_throw(const std::string& dir, const char* name, NpyType type
                           std::vector<uint8_t>& into) {
   const std::string path = file_of(dir, name);
   const std::string where = where_of(dir) + ": " + name + ".npy";
-  if (!fs::exists(path)) throw io::FieldError{where + ": missing (the results to judge)"};
+  if (!io::readable_file_or_throw(path))
+    throw io::FieldError{where + ": missing (the results to judge)"};
   const NpyArray a = read_npy_or_throw(path);
   if (a.type != type)
     throw io::FieldError{where + ": dtype " + info(a.type).numpy + ", expected " +
@@ -748,7 +750,7 @@ spec::Status load_results(const std::string& dir, CaseData& c) {
     load_result_or_throw(dir, "out", storage_type(p.out_format), e.out, c.out);
     if (p.want_lse) {
       load_result_or_throw(dir, "lse", NpyType::kF32, e.lse, c.lse);
-    } else if (fs::exists(file_of(dir, "lse"))) {
+    } else if (io::readable_file_or_throw(file_of(dir, "lse"))) {
       throw io::FieldError{where_of(dir) + ": lse.npy: present, but problem.json's want_lse is "
                            "false; remove it or fix problem.json"};
     }

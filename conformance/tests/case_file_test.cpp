@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace pacts::conformance {
@@ -887,6 +888,19 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
        "k_pages.npy: "},
       {"not json", [](const std::string& d) { write_bytes(d + "/problem.json", "{"); },
        "problem.json: not JSON"},
+      // Files that are no regular files: refused naming them, never an abort or a blocked read.
+      {"query.npy a link to itself",
+       [](const std::string& d) {
+         fs::remove(d + "/query.npy");
+         fs::create_symlink("query.npy", d + "/query.npy");
+       },
+       "query.npy: cannot examine"},
+      {"query.npy a FIFO",
+       [](const std::string& d) {
+         fs::remove(d + "/query.npy");
+         ASSERT_EQ(::mkfifo((d + "/query.npy").c_str(), 0600), 0);
+       },
+       "query.npy: not a regular file"},
       // A number beyond binary64 is refused like any bad JSON, never an uncaught exception.
       {"number beyond binary64",
        [](const std::string& d) {
