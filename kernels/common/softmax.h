@@ -103,67 +103,57 @@ struct MergeWeights {
   double other;
 };
 
-// A merge step in three parts, so that a GPU can compute the exponentials of many steps at once
-// (kernels/hip/src/kernel.h merge_partials): merge_origin() is where the state's origin goes and
-// which case the step is (no exponential); merge_weights() is the step's two weights from the
-// origins before and after; merge_sum() updates the state. merge() is the three in order, so any
-// caller of the parts that feeds them the same states gets merge()'s bits.
-struct MergeOrigin {
-  double m_before = -INFINITY;  // the state's origin before the step
-  double m_after = -INFINITY;   // and after it
-  bool state_empty = true;      // the state was empty before the step
-  bool other_empty = true;      // the merged partial is empty
-};
-
-PACTS_HD inline MergeOrigin merge_origin(const MergeState& state, double m_other, double l_other) {
-  MergeOrigin o{state.m, state.m, state.empty(), l_other == 0.0 && m_other == -INFINITY};
-  if (PACTS_MUTANT(empty_partition_nan)) {
-    o.m_after = m_other > state.m ? m_other : state.m;
-    return o;
-  }
-  if (o.other_empty) return o;
-  if (o.state_empty) {
-    o.m_after = m_other;
-    return o;
-  }
-  o.m_after = PACTS_MUTANT(merge_wrong_max) ? state.m : (m_other > state.m ? m_other : state.m);
-  return o;
+// The merge of a row's partials all at once (spec/operator.md §9), as a GPU merges many
+// partitions (kernels/hip/src/kernel.h merge_partials), in binary64: the origin `top` is the
+// largest m of the non-empty partials (merge_top over them in partition order, from -inf); each
+// non-empty partial z weighs w_z = e^(shift_of(m_z) - shift_of(top)) (merge_weight); l is
+// sum_z w_z l_z and each accumulator sum_z w_z acc_z, in a fixed order. In exact arithmetic that
+// is merge() taken partial after partial (each of its rescales multiplies into the same
+// e^(m_z - top)); the binary64 roundings differ from it only in order (header: no bound term).
+// An empty partial is selected away (merge_uses false): its accumulator is never read or
+// multiplied, so a row whose partials are all empty stays (m -inf, l 0, acc 0).
+PACTS_HD inline bool merge_uses(double m, double l) {
+  // Mutant: every partial weighted, the empty one included (its weight e^(-inf - top) is 0, and
+  // 0 times its unwritten accumulator is read: spec/operator.md §10 says select it away).
+  if (PACTS_MUTANT(empty_partition_nan)) return true;
+  return !(l == 0.0 && m == -INFINITY);
 }
 
-// How the accumulators combine in the step `o` (merge_origin) of a partial with origin m_other:
+// `top` after one more non-empty partial with origin m (partition order).
+PACTS_HD inline float merge_top(float top, float m) {
+  // Mutant: the origin of the first non-empty partial, never raised by a later larger one.
+  if (PACTS_MUTANT(merge_wrong_max)) return top == -INFINITY ? m : top;
+  return m > top ? m : top;
+}
+
+PACTS_HD inline double merge_weight(double m, double top) {
+  if (PACTS_MUTANT(empty_partition_nan)) return exp(m - shift_of(top));
+  return exp(shift_of(m) - shift_of(top));
+}
+
+// Merges `other` into `state` and returns how the accumulators combine:
 //   acc = (use_self ? acc * self : acc) + (use_other ? acc_other * other : 0).
-PACTS_HD inline MergeWeights merge_weights(const MergeOrigin& o, double m_other) {
+PACTS_HD inline MergeWeights merge(MergeState& state, double m_other, double l_other) {
+  const bool state_empty = state.empty(), other_empty = l_other == 0.0 && m_other == -INFINITY;
   if (PACTS_MUTANT(empty_partition_nan)) {
     // Every partial weighted by e^(m_z - m), the empty one included: its weight is 0, and 0 times
     // its unwritten accumulator is read (spec/operator.md §10: it must be selected away).
-    const double self = o.state_empty ? 0.0 : exp(o.m_before - o.m_after);
-    return {!o.state_empty, true, self, exp(m_other - o.m_after)};
+    const double m = m_other > state.m ? m_other : state.m;
+    const MergeWeights w{!state_empty, true, state_empty ? 0.0 : exp(state.m - m), exp(m_other - m)};
+    state.l = state.l * w.self + l_other * w.other;
+    state.m = m;
+    return w;
   }
-  if (o.other_empty) return {false, false, 1.0, 0.0};
-  if (o.state_empty) return {false, true, 1.0, 1.0};
-  return {true, true, exp(shift_of(o.m_before) - shift_of(o.m_after)),
-          exp(shift_of(m_other) - shift_of(o.m_after))};
-}
-
-PACTS_HD inline void merge_sum(MergeState& state, const MergeOrigin& o, const MergeWeights& w,
-                               double m_other, double l_other) {
-  if (!PACTS_MUTANT(empty_partition_nan)) {
-    if (o.other_empty) return;
-    if (o.state_empty) {
-      state.m = m_other;
-      state.l = l_other;
-      return;
-    }
+  if (other_empty) return {false, false, 1.0, 0.0};
+  if (state_empty) {
+    state.m = m_other;
+    state.l = l_other;
+    return {false, true, 1.0, 1.0};
   }
+  const double m = PACTS_MUTANT(merge_wrong_max) ? state.m : (m_other > state.m ? m_other : state.m);
+  const MergeWeights w{true, true, exp(shift_of(state.m) - shift_of(m)), exp(shift_of(m_other) - shift_of(m))};
   state.l = state.l * w.self + l_other * w.other;
-  state.m = o.m_after;
-}
-
-// Merges `other` into `state` and returns how the accumulators combine (merge_weights).
-PACTS_HD inline MergeWeights merge(MergeState& state, double m_other, double l_other) {
-  const MergeOrigin o = merge_origin(state, m_other, l_other);
-  const MergeWeights w = merge_weights(o, m_other);
-  merge_sum(state, o, w, m_other, l_other);
+  state.m = m;
   return w;
 }
 

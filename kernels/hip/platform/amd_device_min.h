@@ -50,6 +50,13 @@ __device__ inline float __shfl_xor(float v, int mask) {
   const int src = lane ^ mask;
   return __builtin_bit_cast(float, __builtin_amdgcn_ds_bpermute(src << 2, __builtin_bit_cast(int, v)));
 }
+__device__ inline double __shfl_xor(double v, int mask) {
+  const unsigned long long bits = __builtin_bit_cast(unsigned long long, v);
+  const float lo = __shfl_xor(__builtin_bit_cast(float, static_cast<unsigned>(bits)), mask);
+  const float hi = __shfl_xor(__builtin_bit_cast(float, static_cast<unsigned>(bits >> 32)), mask);
+  return __builtin_bit_cast(double, static_cast<unsigned long long>(__builtin_bit_cast(unsigned, hi)) << 32 |
+                                        __builtin_bit_cast(unsigned, lo));
+}
 __device__ inline unsigned atomicOr(unsigned* p, unsigned v) {
   return __hip_atomic_fetch_or(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }

@@ -246,10 +246,11 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   PACTS_GPU_CHECK(hipGetLastError());
   if (prm.partitions == 1 || kFusedMerge) return spec::Status::ok();
   const int64_t merge_blocks = merge_items * detail::merge_slices<D>(prm.rows_per_item);
-#if defined(PACTS_EXPERIMENT_PDL)
-  // bench/ variant pdl: a programmatic dependent of the tile kernel on NVIDIA, whose blocks start
-  // (and check their sequence) while the tile kernel's last blocks run and wait for it before
-  // reading a partial (src/kernel.h merge_kernel). Measured, not taken (docs/kernel-design.md).
+#if !defined(PACTS_EXPERIMENT_NO_PDL)
+  // A programmatic dependent of the tile kernel on NVIDIA (an ordinary launch elsewhere): its
+  // blocks start (and check their sequence) while the tile kernel's last blocks run, and wait for
+  // it before reading a partial (src/kernel.h merge_kernel). bench/ variant no_pdl launches it
+  // after the tile kernel (docs/kernel-design.md, "Where the time goes").
   PACTS_GPU_CHECK(gpu::launch_dependent(detail::merge_kernel<D>,
                                         dim3(static_cast<uint32_t>(merge_blocks)),
                                         dim3(detail::kThreads), 0, stream, prm));

@@ -142,14 +142,19 @@ __device__ inline WorkItem work_item(const Params& p) {
 }
 
 // The item's sequence: n_b, P1 and P2 over the owned columns only (kernels/host/call.h
-// check_sequence). Every thread of the block returns the same answer.
+// check_sequence), or over the owned columns of the keys in `within` only: a split plan's tile
+// block checks the columns its partition reads (it dereferences no other), and the merge block of
+// the row tile checks the whole sequence and writes its NaN rows (spec/contract.md §4), so a long
+// context's table is read once per merge block, not once per partition. Every thread of the
+// block returns the same answer.
 struct SeqCheck {
   uint32_t error;
   int64_t context;
   KeyRange keys;
 };
 
-__device__ inline SeqCheck check_sequence(const Params& p, int64_t b) {
+__device__ inline SeqCheck check_sequence(const Params& p, int64_t b,
+                                          KeyRange within = KeyRange{0, INT64_MAX}) {
   SeqCheck s{0, 0, {0, 0}};
   s.context = p.context_lens[b];
   if (!common::context_len_ok(s.context, p.max_pages_per_seq, p.page_size)) {
@@ -159,12 +164,20 @@ __device__ inline SeqCheck check_sequence(const Params& p, int64_t b) {
   s.keys = common::sequence_keys(s.context, p.q_len, p.window);
   const KeyRange cols = PACTS_MUTANT(hip_padding_checked_as_page_ids)
                             ? KeyRange{0, p.max_pages_per_seq}
-                            : common::owned_columns(s.keys, p.page_size);
+                            : common::owned_columns(common::intersect(s.keys, within), p.page_size);
   int bad = 0;
+#pragma unroll 4
   for (int64_t c = cols.begin + threadIdx.x; c < cols.end; c += blockDim.x)
     bad |= !common::page_id_ok(p.block_table[b * p.block_table_stride + c], p.num_pages);
   if (__syncthreads_or(bad)) s.error = PACTS_DEVERR_PAGE_ID;
   return s;
+}
+
+// The keys a tile block's check covers (check_sequence): its partition's in a split plan whose
+// merge kernel checks the sequence, all of them otherwise.
+__device__ inline KeyRange checked_keys(const Params& p, int64_t z, bool merge_checks) {
+  return p.partitions > 1 && merge_checks ? common::partition_keys(z, p.partition_size)
+                                          : KeyRange{0, INT64_MAX};
 }
 
 // A timing experiment (bench/ variant prefetch; measured, not taken: docs/kernel-design.md).
@@ -401,9 +414,11 @@ __device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, i
 
 // The end of a matrix tile kernel (kernel_mma.h, kernel_mfma.h), after a barrier behind the
 // warps' (waves') stores of their states and accumulators into `fin`: thread t < kMaxRows merges
-// row t's states in warp order in binary64 (common::merge, the partition merge's math), so the
-// result depends on the plan only (PACTS-META-2); then the block writes the output rows (an
-// unsplit plan, with the LSE and the empty rows) or the partials to the workspace.
+// row t's states all at once in binary64 (common::merge_top, merge_uses, merge_weight: the
+// partition merge's math, merge_partials), its warps' weights independent of one another, and
+// the sums in warp order, so the result depends on the plan only (PACTS-META-2); then the block
+// writes the output rows (an unsplit plan, with the LSE and the empty rows) or the partials to
+// the workspace.
 // `v_factor`: a V scale the kernel deferred (kernel_mma.h: a per-tensor scale of a narrow V
 // format), applied here once in binary64 to the merged accumulator; 1 otherwise.
 template <int D, int kWarps, int kThreads, class Final>
@@ -412,12 +427,16 @@ __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_
                                              uint32_t nonempty, bool direct, int t,
                                              double v_factor = 1.0) {
   if (t < kMaxRows && ((nonempty >> t) & 1u)) {
-    common::MergeState ms;
+    float top = -INFINITY;
+    for (int w = 0; w < kWarps; ++w)
+      if (common::merge_uses(fin.m[w][t], fin.l[w][t])) top = common::merge_top(top, fin.m[w][t]);
+    common::MergeState ms{top, 0.0};
     for (int w = 0; w < kWarps; ++w) {
-      const common::MergeWeights mw = common::merge(ms, fin.m[w][t], fin.l[w][t]);
-      fin.self[w][t] = mw.use_self ? mw.self : 1.0;  // an unused self multiplies an exact 0
-      fin.other[w][t] = mw.other;
-      fin.use_other[w][t] = mw.use_other;
+      const bool use = common::merge_uses(fin.m[w][t], fin.l[w][t]);
+      const double weight = use ? common::merge_weight(fin.m[w][t], top) : 0.0;
+      fin.other[w][t] = weight;
+      fin.use_other[w][t] = use;
+      if (use) ms.l += weight * static_cast<double>(fin.l[w][t]);
     }
     const int64_t i = (r0 + t) / p.group, h = kv_head * p.group + (r0 + t) % p.group;
     if (direct) {
@@ -441,10 +460,8 @@ __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_
     const int r = idx / D, d = idx % D;
     if (!((nonempty >> r) & 1u)) continue;
     double a = 0.0;
-    for (int w = 0; w < kWarps; ++w) {
-      a *= fin.self[w][r];
+    for (int w = 0; w < kWarps; ++w)
       if (fin.use_other[w][r]) a += fin.other[w][r] * static_cast<double>(fin.acc[w][r * D + d]);
-    }
     a *= v_factor;
     if (direct) {
       const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
@@ -502,7 +519,7 @@ __global__ void __launch_bounds__(kThreads) split_kv_kernel(const Params p) {
   const bool direct = p.partitions == 1;
   const int t = threadIdx.x;
 
-  const SeqCheck seq = check_sequence(p, b);
+  const SeqCheck seq = check_sequence(p, b, checked_keys(p, z, true));
   if (seq.error != 0) {
     if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
     store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);
@@ -693,32 +710,38 @@ __host__ __device__ constexpr int merge_slices(int rows_per_item) {
 // Partitions whose merge weights a merge block holds at once (in shared memory).
 inline constexpr int kMergeChunk = 64;
 
-// What a block merging partials keeps in shared memory (merge_partials), per chunk of
-// kMergeChunk partitions: the rows' (m, l) partials and each partition's merge weights.
+// What a block merging partials keeps in shared memory (merge_partials): per row its partitions,
+// origin and sum; per chunk of kMergeChunk partitions the rows' (m, l) partials and weights.
 struct MergeScratch {
-  double w_self[kMaxRows][kMergeChunk], w_other[kMaxRows][kMergeChunk];
+  double w[kMaxRows][kMergeChunk];  // the partial's weight; 0 where it is not used
+  uint8_t use[kMaxRows][kMergeChunk];  // whether the row's partial merges (common::merge_uses)
+  double l_sum[kMaxRows];           // sum of w_z l_z over the chunks so far
   double row_factor[kMaxRows];
   int64_t z_begin[kMaxRows], z_end[kMaxRows];  // the row's partitions (trivial types: __shared__)
+  float top[kMaxRows];                         // the row's origin (common::merge_top)
   float part_m[kMaxRows][kMergeChunk], part_l[kMaxRows][kMergeChunk];
-  uint8_t w_use[kMaxRows][kMergeChunk];  // bit 0: use_self, bit 1: use_other
 };
 
-// Merges the partials of one (sequence, KV head, row tile) in partition order: the block's
-// kBlockThreads threads take elements first + t + kBlockThreads * k (k < kElems) of the item's
-// rows x D outputs; the block with first == 0 writes the LSE and reports the sequence's error.
-// Per chunk of kMergeChunk partitions: the rows' (m, l) partials are read into shared memory in
-// parallel, the merge weights of each (row, partition) are computed once (common::merge's, its
-// exponentials all at once: below), then every thread folds its elements' partials with those
-// weights in partition order, kBatch partitions of every element loaded before any is folded.
-// The arithmetic per element is the per-element merge's, in the same order, whoever runs it (the
-// merge kernel, or the tile block that finished an item last): the same bits. kCrossBlock: the
-// partials were written by other blocks of this launch (gpu::load_cross_block).
+// Merges the partials of one (sequence, KV head, row tile) all at once (common::merge_top,
+// merge_uses, merge_weight: spec/operator.md §9): the block's kBlockThreads threads take elements
+// first + t + kBlockThreads * k (k < kElems) of the item's rows x D outputs; the block with
+// first == 0 writes the LSE and reports the sequence's error. Each row's origin is the largest m
+// of its non-empty partials (a warp per row, over the (m, l) partials read into shared memory in
+// parallel), each (row, partition)'s weight is computed once, by one thread, and then every sum is
+// taken in a fixed order: l by a warp per row (a lane's partitions, then a butterfly), each
+// output element by its thread in partition order, kBatch partials' loads in flight at a time. No
+// step waits on another row's or partition's exponential: at batch 1 the merge is a few dependent
+// round trips, not a chain per partition. For a fixed plan the bits do not depend
+// on which block or thread runs it (PACTS-META-2). kCrossBlock: the partials were written by
+// other blocks of this launch (gpu::load_cross_block).
 template <int D, int kBlockThreads, int kElems, int kBatch, bool kCrossBlock>
 __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck& seq, int64_t b,
                                int64_t kv_head, int32_t row_tile, int first) {
+  static_assert(kBlockThreads % gpu::kWarpSize == 0 && kMergeChunk % gpu::kWarpSize == 0);
+  constexpr int kBlockWarps = kBlockThreads / gpu::kWarpSize;
   const int32_t r0 = row_tile * p.rows_per_item;
   const int32_t rows = min(p.rows_per_item, p.rows - r0);
-  const int t = threadIdx.x;
+  const int t = threadIdx.x, warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
   const bool lead = first == 0;
   int er[kElems], ed[kElems];
   bool mine[kElems];
@@ -755,33 +778,22 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
                                                   : common::partitions_of(keys, p.partition_size);
     sh.z_begin[t] = z.begin;
     sh.z_end[t] = z.end;
+    sh.top[t] = -INFINITY;
+    sh.l_sum[t] = 0.0;
   }
   __syncthreads();
   const auto zs = [&](int k) {
     return mine[k] ? KeyRange{sh.z_begin[er[k]], sh.z_end[er[k]]} : KeyRange{0, 0};
   };
-  int64_t z_lo = INT64_MAX, z_hi = INT64_MIN;  // the union of the thread's elements' partitions
-#pragma unroll
-  for (int k = 0; k < kElems; ++k) {
-    const KeyRange zk = zs(k);
-    if (zk.empty()) continue;
-    z_lo = min(z_lo, zk.begin);
-    z_hi = max(z_hi, zk.end);
-  }
-  const KeyRange own = t < rows ? KeyRange{sh.z_begin[t], sh.z_end[t]} : KeyRange{0, 0};  // row t
-  common::MergeState state, origin;  // row t's state; its origin and emptiness (below)
-  double acc[kElems];
-#pragma unroll
-  for (int k = 0; k < kElems; ++k) acc[k] = 0.0;
+  const auto row_zs = [&](int q) { return KeyRange{sh.z_begin[q], sh.z_end[q]}; };
   const int64_t base = (b * p.num_kv_heads + kv_head) * p.partitions;
   const int64_t step = int64_t{p.rows} * D;  // from one partition's partial to the next
   const auto load = [](const float* at) {
     if constexpr (kCrossBlock) return gpu::load_cross_block(at);
     else return *at;
   };
-  // Every row's partitions lie in [0, p.partitions): the chunks walk that range.
-  for (int64_t c = 0; c < p.partitions; c += kMergeChunk) {
-    const int n = static_cast<int>(min(int64_t{kMergeChunk}, p.partitions - c));
+  // The chunk's (m, l) partials of every row, read in parallel.
+  const auto load_chunk = [&](int64_t c, int n) {
     for (int x = t; x < rows * kMergeChunk; x += kBlockThreads) {
       const int q = x / kMergeChunk, j = x % kMergeChunk;
       if (j >= n) continue;
@@ -789,103 +801,87 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
       sh.part_m[q][j] = load(p.ws_m + e);
       sh.part_l[q][j] = load(p.ws_l + e);
     }
+  };
+  // Whether (row q, chunk position j) is a partial of the row that merges (not empty).
+  const auto used = [&](int q, int64_t c, int j, int n) {
+    return j < n && row_zs(q).contains(c + j) && common::merge_uses(sh.part_m[q][j], sh.part_l[q][j]);
+  };
+  const int chunks = static_cast<int>((p.partitions + kMergeChunk - 1) / kMergeChunk);
+  // (1) Each row's origin: the largest m of its non-empty partials, over every chunk (a warp per
+  // row: a lane's partitions in order, then a butterfly in lane order).
+  for (int ci = 0; ci < chunks; ++ci) {
+    const int64_t c = int64_t{ci} * kMergeChunk;
+    const int n = static_cast<int>(min(int64_t{kMergeChunk}, p.partitions - c));
+    load_chunk(c, n);
     __syncthreads();
-#if defined(PACTS_EXPERIMENT_SERIAL_MERGE_WEIGHTS)  // timing experiment only (bench/ variant)
-    if (t < rows) {
-      for (int j = 0; j < n; ++j) {
-        const int64_t z = c + j;
-        if (z < own.begin || z >= own.end) continue;
-        const common::MergeWeights w = common::merge(state, sh.part_m[t][j], sh.part_l[t][j]);
-        sh.w_self[t][j] = w.self;
-        sh.w_other[t][j] = w.other;
-        sh.w_use[t][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
+    for (int q = warp; q < rows; q += kBlockWarps) {
+      float top = -INFINITY;
+      for (int j = lane; j < kMergeChunk; j += gpu::kWarpSize)
+        if (used(q, c, j, n)) top = common::merge_top(top, sh.part_m[q][j]);
+#pragma unroll
+      for (int s = 1; s < gpu::kWarpSize; s *= 2) {
+        // the lower lane's value first: merge_top's order is the partitions' (mutant merge_wrong_max)
+        const float other = PACTS_SHFL_XOR(top, s);
+        top = (lane & s) ? common::merge_top(other, top) : common::merge_top(top, other);
       }
+      if (lane == 0) sh.top[q] = common::merge_top(sh.top[q], top);
     }
-    __syncthreads();
-#else
-    // The weights of common::merge, its exponentials computed for every (row, partition) at once
-    // rather than one merge after another (merge_origin, merge_weights, merge_sum: the same bits).
-    // (1) Thread t < rows walks row t's origins, no exponential: m before and after each step in
-    // w_self and w_other, the step's case in w_use (bit 2 the state was empty, bit 3 the partial
-    // is, bit 4 the partition is the row's). `origin` holds the row's m and whether it is still
-    // empty (l 0) or not (l 1): merge_origin reads no more of a state.
-    if (t < rows) {
-      for (int j = 0; j < n; ++j) {
-        const int64_t z = c + j;
-        if (z < own.begin || z >= own.end) {
-          sh.w_use[t][j] = 0;
-          continue;
-        }
-        const common::MergeOrigin o = common::merge_origin(origin, sh.part_m[t][j], sh.part_l[t][j]);
-        sh.w_self[t][j] = o.m_before;
-        sh.w_other[t][j] = o.m_after;
-        sh.w_use[t][j] = static_cast<uint8_t>(16u | (o.state_empty ? 4u : 0u) | (o.other_empty ? 8u : 0u));
-        origin.m = o.m_after;
-        origin.l = o.state_empty && o.other_empty ? 0.0 : 1.0;
-      }
+    if (ci + 1 < chunks) __syncthreads();  // the chunk's partials are read before the next is
+  }
+  // (2) Per chunk: every used (row, partition)'s weight is computed once (0 where the partial is
+  // not used), then the sums in partition order. The loops are kept short and rolled: at batch 1
+  // the merge kernel runs once from a cold instruction cache, and its code is fetched from DRAM.
+  double acc[kElems];
+#pragma unroll
+  for (int k = 0; k < kElems; ++k) acc[k] = 0.0;
+  for (int ci = 0; ci < chunks; ++ci) {
+    const int64_t c = int64_t{ci} * kMergeChunk;
+    const int n = static_cast<int>(min(int64_t{kMergeChunk}, p.partitions - c));
+    if (chunks > 1) {  // one chunk: its partials are still in shared memory
+      __syncthreads();  // the previous chunk's weights and partials are read
+      load_chunk(c, n);
     }
-    __syncthreads();
-    // (2) The weights of every step, one thread per (row, partition).
+    __syncthreads();  // the chunk's (m, l) and every row's origin are in shared memory
     for (int x = t; x < rows * kMergeChunk; x += kBlockThreads) {
       const int q = x / kMergeChunk, j = x % kMergeChunk;
-      if (j >= n || !(sh.w_use[q][j] & 16u)) continue;
-      common::MergeOrigin o;
-      o.m_before = sh.w_self[q][j];
-      o.m_after = sh.w_other[q][j];
-      o.state_empty = (sh.w_use[q][j] & 4u) != 0;
-      o.other_empty = (sh.w_use[q][j] & 8u) != 0;
-      const common::MergeWeights w = common::merge_weights(o, sh.part_m[q][j]);
-      sh.w_self[q][j] = w.self;
-      sh.w_other[q][j] = w.other;
-      sh.w_use[q][j] = static_cast<uint8_t>((w.use_self ? 1u : 0u) | (w.use_other ? 2u : 0u));
+      sh.use[q][j] = used(q, c, j, n);
+      sh.w[q][j] = sh.use[q][j] ? common::merge_weight(sh.part_m[q][j], sh.top[q]) : 0.0;
     }
     __syncthreads();
-    // (3) Row t's state, step by step with those weights.
-    if (t < rows) {
-      for (int j = 0; j < n; ++j) {
-        const int64_t z = c + j;
-        if (z < own.begin || z >= own.end) continue;
-        const double m_z = sh.part_m[t][j], l_z = sh.part_l[t][j];
-        const uint8_t use = sh.w_use[t][j];
-        const common::MergeWeights w{(use & 1u) != 0, (use & 2u) != 0, sh.w_self[t][j], sh.w_other[t][j]};
-        common::merge_sum(state, common::merge_origin(state, m_z, l_z), w, m_z, l_z);
+    for (int q = warp; q < rows; q += kBlockWarps) {  // l: a warp per row, a fixed tree
+      double part = 0.0;
+      for (int j = lane; j < n; j += gpu::kWarpSize)
+        if (sh.use[q][j]) part += sh.w[q][j] * static_cast<double>(sh.part_l[q][j]);
+#pragma unroll
+      for (int s = 1; s < gpu::kWarpSize; s *= 2) part += PACTS_SHFL_XOR(part, s);
+      if (lane == 0) sh.l_sum[q] += part;
+    }
+#pragma unroll
+    for (int k = 0; k < kElems; ++k) {
+      if (!mine[k]) continue;
+      const float* const part = p.ws_acc + (base * p.rows + r0 + er[k]) * D + ed[k];
+      const uint8_t* const use = sh.use[er[k]];
+      const double* const w = sh.w[er[k]];
+#pragma unroll 1
+      for (int j0 = 0; j0 < n; j0 += kBatch) {
+        float x[kBatch];  // kBatch partials' loads in flight before any is folded
+#pragma unroll
+        for (int q = 0; q < kBatch; ++q)
+          x[q] = j0 + q < n && use[j0 + q] ? load(part + (c + j0 + q) * step) : 0.0f;
+#pragma unroll
+        for (int q = 0; q < kBatch; ++q)
+          if (j0 + q < n && use[j0 + q]) acc[k] += w[j0 + q] * static_cast<double>(x[q]);
       }
     }
-#endif
-    const int64_t za = max(z_lo, c), zb = min(z_hi, c + n);
-    for (int64_t z0 = za; z0 < zb; z0 += kBatch) {
-      float x[kElems][kBatch];
-#pragma unroll
-      for (int k = 0; k < kElems; ++k) {
-        const float* const part = p.ws_acc + (base * p.rows + r0 + er[k]) * D + ed[k];
-#pragma unroll
-        for (int q = 0; q < kBatch; ++q) {
-          const int64_t z = z0 + q;
-          x[k][q] = z < zb && zs(k).contains(z) && (sh.w_use[er[k]][z - c] & 2u)
-                        ? load(part + z * step)
-                        : 0.0f;
-        }
-      }
-#pragma unroll
-      for (int k = 0; k < kElems; ++k) {
-#pragma unroll
-        for (int q = 0; q < kBatch; ++q) {
-          const int64_t z = z0 + q;
-          if (z >= zb || !zs(k).contains(z)) continue;
-          const uint8_t use = sh.w_use[er[k]][z - c];
-          if (use & 1u) acc[k] *= sh.w_self[er[k]][z - c];
-          if (use & 2u) acc[k] += sh.w_other[er[k]][z - c] * static_cast<double>(x[k][q]);
-        }
-      }
-    }
-    __syncthreads();  // the chunk's weights are read before the next chunk's are written
   }
-  if (t < rows && !own.empty()) {
+  __syncthreads();  // every row's l is summed
+  if (t < rows && !row_zs(t).empty()) {
     const int64_t it = (r0 + t) / p.group, ht = kv_head * p.group + (r0 + t) % p.group;
     const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : ht;
     const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
-    sh.row_factor[t] = common::output_factor(state.m, state.l, p.has_sinks, sink);
-    if (lead) store_lse(p, b, it, ht, common::round_to_fp32(common::log_sum_exp(state.m, state.l)));
+    const double m = sh.top[t], l = sh.l_sum[t];
+    sh.row_factor[t] = common::output_factor(m, l, p.has_sinks, sink);
+    if (lead) store_lse(p, b, it, ht, common::round_to_fp32(common::log_sum_exp(m, l)));
   }
   __syncthreads();
 #pragma unroll
@@ -942,9 +938,9 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
   const int64_t kv_head = item % p.num_kv_heads;
   const int64_t b = item / p.num_kv_heads;
   const SeqCheck seq = check_sequence(p, b);
-#if defined(PACTS_EXPERIMENT_PDL)  // bench/ variant pdl: launched as a programmatic dependent
-  gpu::wait_for_prior_grid();      // the check reads inputs only; the partials after the wait
-#endif
+  // Launched as a programmatic dependent of the tile kernel (decode_hip.cpp): the check above reads
+  // inputs only, the partials are read after the tile grid has completed.
+  gpu::wait_for_prior_grid();
   merge_partials<D, kThreads, 1, 8, false>(p, sh, seq, b, kv_head, row_tile, slice * kThreads);
 }
 

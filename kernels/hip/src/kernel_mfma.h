@@ -106,7 +106,7 @@ struct MfmaSmem {
   struct Final {  // after the key loop: each wave's state, then the binary64 merge weights
     float acc[S::kWaves][kMaxRows * D];
     float m[S::kWaves][kMaxRows], l[S::kWaves][kMaxRows];
-    double self[S::kWaves][kMaxRows], other[S::kWaves][kMaxRows];
+    double other[S::kWaves][kMaxRows];  // the wave's weight (merge_warps_and_store)
     bool use_other[S::kWaves][kMaxRows];
     double factor[kMaxRows];
   };
@@ -299,7 +299,7 @@ split_kv_mfma_kernel(const Params p) {
   const int t = threadIdx.x, wave = t / S::kWave, lane = t % S::kWave;
   const int my_row = mf::lane_row(lane);  // the row of every S and O register of this lane
 
-  const SeqCheck seq = check_sequence(p, b);
+  const SeqCheck seq = check_sequence(p, b, checked_keys(p, wi.z, true));
   if (seq.error != 0) {
     if (!direct) return;  // the merge block of this row tile writes the NaN rows and reports
     store_special_rows<D>(p, b, kv_head, r0, rows, true, 0u);

@@ -136,7 +136,7 @@ struct MmaSmem {
   struct Final {  // after the key loop: each warp's state, then the binary64 merge weights
     float acc[S::kWarps][kMaxRows * D];
     float m[S::kWarps][kMaxRows], l[S::kWarps][kMaxRows];
-    double self[S::kWarps][kMaxRows], other[S::kWarps][kMaxRows];
+    double other[S::kWarps][kMaxRows];  // the warp's weight (merge_warps_and_store)
     bool use_other[S::kWarps][kMaxRows];
     double factor[kMaxRows];
   };
@@ -314,6 +314,27 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     }
     copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
   }
+}
+
+// Timing experiment only (bench/ variant l2_prefetch, never gated): with bulk rows, the rows of
+// the tile after the next one are requested into L2 (lane l: the K row (l < 16) or the V row of
+// slot l % 16, owned rows only, as stage_tile copies them) one tile before their bulk copies,
+// so that more bytes are in flight per warp than its two stages hold.
+#if defined(PACTS_EXPERIMENT_L2_PREFETCH)
+inline constexpr bool kL2Prefetch = true;
+#else
+inline constexpr bool kL2Prefetch = false;
+#endif
+template <int D>
+__device__ void prefetch_tile_rows(const Params& p, int64_t kv_head, int64_t entry, int lane) {
+  using S = MmaShape<D, false>;
+  const int64_t e = PACTS_SHFL(entry, lane % S::kKeys);
+  if (e < 0) return;  // unowned: never an address
+  int64_t k_row = 0, v_row = 0;
+  kv_rows<PACTS_FORMAT_BF16>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
+  const bool v_lane = lane >= S::kKeys;
+  gpu::prefetch_bulk_l2(reinterpret_cast<const uint16_t*>(v_lane ? p.v.data : p.k.data) + (v_lane ? v_row : k_row),
+                        D * 2);
 }
 
 // 16-byte copy c of an owned key's row (units [c * kCopyUnits, +kCopyUnits)) into `dst` (shared):
@@ -586,15 +607,17 @@ split_kv_mma_kernel(const Params p) {
   const int t = threadIdx.x, warp = t / gpu::kWarpSize, lane = t % gpu::kWarpSize;
   const int g = lane / 4, q4 = lane % 4;  // fragment row and column pair (matrix_nvidia.h)
 
-#if defined(PACTS_EXPERIMENT_PDL)  // timing experiments only (bench/ variants pdl, prefetch)
+#if !defined(PACTS_EXPERIMENT_NO_PDL)  // bench/ variant no_pdl: the merge kernel after this one
   // The merge kernel of a split plan may be launched now (decode_hip.cpp: a programmatic
   // dependent launch); it waits for this grid before it reads a partial.
   gpu::allow_dependents();
 #endif
-#if defined(PACTS_EXPERIMENT_PREFETCH)
+#if defined(PACTS_EXPERIMENT_PREFETCH)  // timing experiment only (bench/ variant prefetch)
   prefetch_prologue(p, b, kv_head, z, r0, rows, direct);
 #endif
-  const SeqCheck seq = check_sequence(p, b);
+  // The in-launch merge (kFusedMerge) is done by whichever block counts last: every block checks
+  // the whole sequence there.
+  const SeqCheck seq = check_sequence(p, b, checked_keys(p, z, !S::kFusedMerge));
   if (seq.error != 0) {
     if (!direct) {  // the merge of this row tile writes the NaN rows and reports
       if constexpr (S::kFusedMerge) merge_if_last<D, S::kThreads>(p, sm.u.merge, seq, b, kv_head, r0);
@@ -872,6 +895,8 @@ split_kv_mma_kernel(const Params p) {
     }
     int sc_at = 0, sa_at = S::kStages - 1;  // stages of the tile computed and the tile issued
     uint32_t phase = 0;
+    // kL2Prefetch: the entries of the tile after `entry`'s, one iteration ahead of their use.
+    int64_t entry_far = kL2Prefetch && p.rows_bulk ? entry_of(tile + S::kStages * S::kWarps) : int64_t{-1};
     for (; tile < last; tile += S::kWarps) {
       const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
       if (ahead < last && (kAblate != 2)) {  // tiles ahead in flight while this one is computed
@@ -879,7 +904,13 @@ split_kv_mma_kernel(const Params p) {
         stage_tile<D>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
       }
       gpu::cp_async_commit();
-      entry = entry_of(ahead + S::kWarps);
+      if (kL2Prefetch && p.rows_bulk) {
+        prefetch_tile_rows<D>(p, kv_head, entry_far, lane);
+        entry = entry_far;
+        entry_far = entry_of(ahead + 2 * S::kWarps);
+      } else {
+        entry = entry_of(ahead + S::kWarps);
+      }
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
         if (p.rows_bulk && !kRowsByCpAsync)
           gpu::mbarrier_wait_parity(&bars[sc_at], phase);
