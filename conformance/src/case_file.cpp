@@ -1,5 +1,6 @@
 // Case files (spec/case_files.md §1-§3): JSON that regenerates a case's exact bytes.
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/validate.h>
 
 #include "case_io.h"
@@ -403,6 +404,8 @@ PlanHint hint_from_json(const Json& j, const std::string& where) {
 }
 
 CaseFile parse(const std::string& text, const std::string& where) {
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  if (const spec::Status s = check_json_text(text, where); !s) throw io::FieldError{s.message()};
   Json root;
   try {
     root = Json::parse(text);

@@ -1,5 +1,6 @@
 // The exchange format (spec/case_files.md §4-§6): problem.json plus one .npy per tensor.
 #include <pacts/conformance/exchange.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
@@ -628,6 +629,9 @@ spec::Result<CaseData> load_or_throw(const std::string& dir) {
   const std::string json_path = (fs::path(dir) / "problem.json").string();
   auto text = io::read_text(json_path);
   if (!text) throw io::FieldError{text.status().message()};
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  if (const spec::Status s = check_json_text(text.value(), json_path); !s)
+    throw io::FieldError{s.message()};
   Json root;
   try {
     root = Json::parse(text.value());
@@ -762,11 +766,11 @@ spec::Status load_results(const std::string& dir, CaseData& c) {
 
 spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
   try {
-    std::ifstream in(path);
-    if (!in) throw io::FieldError{path + ": cannot open: " + std::strerror(errno)};
+    auto text = read_json_file(path);
+    if (!text) throw io::FieldError{text.status().message()};
     Json j;
     try {
-      j = Json::parse(in);
+      j = Json::parse(text.value());
     } catch (const Json::exception& e) {
       throw io::FieldError{path + ": not JSON: " + e.what()};
     }

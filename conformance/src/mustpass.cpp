@@ -1,4 +1,5 @@
 #include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/runner.h>
 
@@ -7,7 +8,6 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 namespace pacts::conformance {
@@ -71,11 +71,12 @@ spec::Status read_entry(const std::string& manifest, const fs::path& dir, size_t
 spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
   const fs::path dir(dir_text);
   const std::string manifest = (dir / "manifest.json").string();
-  std::ifstream in(manifest);
-  if (!in) return refuse(manifest, "cannot be read");
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  auto text = read_json_file(manifest);
+  if (!text) return spec::invalid_argument("mustpass manifest: " + text.status().message());
   json j;
   try {
-    in >> j;
+    j = json::parse(text.value());
   } catch (const std::exception& e) {
     return refuse(manifest, std::string("not JSON: ") + e.what());
   }

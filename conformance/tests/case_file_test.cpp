@@ -7,6 +7,8 @@
 #include <pacts/conformance/exchange.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/generators.h>
+#include <pacts/conformance/input_limits.h>
+#include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/rng.h>
 #include <pacts/spec/formats.h>
@@ -420,6 +422,91 @@ TEST(CaseFileJson, NumbersBeyondBinary64AreRefused) {
   EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
   EXPECT_NE(r.status().message().find("not JSON"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("1e999"), std::string::npos) << r.status().message();
+}
+
+// ---- what every reader checks before building a document (spec/case_files.md §7) ----------
+
+// `depth` arrays (or objects under the key "a") nested in each other.
+std::string nested(size_t depth, bool objects = false) {
+  std::string s;
+  s.reserve(depth * 6);
+  for (size_t i = 0; i < depth; ++i) s += objects ? "{\"a\": " : "[";
+  s += "0";
+  for (size_t i = 0; i < depth; ++i) s += objects ? '}' : ']';
+  return s;
+}
+
+// The text of the rich file with `key: value` inserted as the first member of the object that
+// holds `before` (a key with its quotes, e.g. "\"page_size\"").
+std::string with_member(const std::string& before, const std::string& member) {
+  std::string s = to_json_text(rich_file());
+  const size_t at = s.find(before);
+  EXPECT_NE(at, std::string::npos) << before;
+  s.insert(at, member + ", ");
+  return s;
+}
+
+TEST(JsonText, NestingIsLimitedAndRepeatedKeysAreNamed) {
+  EXPECT_TRUE(check_json_text(nested(kMaxJsonDepth), "t").is_ok());
+  EXPECT_TRUE(check_json_text(nested(kMaxJsonDepth, true), "t").is_ok());
+  for (const std::string& text : {nested(kMaxJsonDepth + 1), nested(kMaxJsonDepth + 1, true)}) {
+    const spec::Status s = check_json_text(text, "t");
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_EQ(s.code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("t: "), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("nested deeper than 64 levels"), std::string::npos) << s.message();
+  }
+  // The path of the repeated key, through objects and arrays.
+  const spec::Status s = check_json_text(R"({"a": [0, {"b": 1, "c": {}, "b": 2}]})", "t");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("t: a[1].b: duplicate key"), std::string::npos) << s.message();
+  // The same key in two objects is no repetition; syntax errors are refused as before.
+  EXPECT_TRUE(check_json_text(R"({"a": {"b": 1}, "c": {"b": 1}, "d": [{"b": 1}, {"b": 2}]})", "t").is_ok());
+  const spec::Status bad = check_json_text("{\"a\": 1e999}", "t");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("t: not JSON"), std::string::npos) << bad.message();
+}
+
+// JSON nested tens of thousands deep, at the root, where an object is expected, or under a key
+// that is refused anyway: a refusal naming the file, never a stack overflow (printing the value
+// in a message recursed once per level).
+TEST(CaseFileJson, DeepNestingIsRefusedNotAStackOverflow) {
+  for (size_t depth : {size_t{70000}, size_t{200000}}) {
+    const std::vector<std::string> texts = {
+        nested(depth), nested(depth, true), with_member("\"seed\"", "\"extra\": " + nested(depth)),
+        with_member("\"seed\"", "\"shape\": " + nested(depth, true))};
+    for (const std::string& text : texts) {
+      auto r = from_json_text(text);
+      ASSERT_FALSE(r.is_ok()) << depth;
+      EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+      EXPECT_EQ(r.status().message().rfind("case file: ", 0), 0u) << r.status().message();
+      EXPECT_NE(r.status().message().find("nested deeper than 64"), std::string::npos)
+          << r.status().message().substr(0, 300);
+    }
+  }
+  TempDir dir;
+  std::ofstream(dir / "deep.json", std::ios::binary) << nested(200000);
+  auto r = read_case_file(dir / "deep.json");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("deep.json: the document: arrays and objects nested deeper"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// A key written twice is refused naming it: a reader that kept the last one would run another
+// case than the one a person reads at the top of the file.
+TEST(CaseFileJson, RepeatedKeysAreRefusedNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with_member("\"seed\"", "\"seed\": \"1\""), "case file: seed: duplicate key"},
+      {with_member("\"page_size\"", "\"page_size\": 16"), "case file: shape.page_size: duplicate key"},
+      {with_member("\"tensor\"", "\"code\": \"0x0\""), "case file: overrides[0].code: duplicate key"},
+  };
+  for (const auto& [text, expect] : cases) {
+    auto r = from_json_text(text);
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(CaseFileJson, RefusesBadValuesNamingKeyAndValue) {
@@ -914,6 +1001,23 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
          write_bytes(d + "/problem.json", json);
        },
        "problem.json: not JSON"},
+      // Checked before a document is built: depth (a stack overflow when the value was printed
+      // in the refusal) and repeated keys (the last one won).
+      {"nested 200,000 deep under run",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"run\": " + nested(200000) + ", " + problem.substr(1));
+       },
+       "problem.json: run: arrays and objects nested deeper than 64 levels"},
+      {"nested 70,000 deep objects under run",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"run\": " + nested(70000, true) + ", " + problem.substr(1));
+       },
+       "problem.json: run: arrays and objects nested deeper than 64 levels"},
+      {"num_pages twice",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"num_pages\": 1, " + problem.substr(1));
+       },
+       "problem.json: num_pages: duplicate key"},
   };
   for (const Broken& b : broken) {
     const std::string d = dir / "broken";
@@ -1126,6 +1230,41 @@ TEST(JudgeProfile, ReadsAPerFormatFloorAndRefusesUnknownFormats) {
   j["eta_p_formats"] = {{"eta_p", -1}, {"kv_formats", {"fp16"}}};
   std::ofstream(path) << j.dump();
   EXPECT_FALSE(read_profile_file(path).is_ok());
+}
+
+// A profile nested deep where a string is expected, or with a key twice: refused naming the file.
+TEST(JudgeProfile, RefusesDeepNestingAndRepeatedKeys) {
+  TempDir dir;
+  const std::string path = dir / "p.json";
+  std::ofstream(path) << "{\"name\": " << nested(200000) << "}";
+  auto deep = read_profile_file(path);
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("p.json: name: arrays and objects nested deeper"),
+            std::string::npos)
+      << deep.status().message();
+  std::ofstream(path) << R"({"name": "a", "name": "b"})";
+  auto twice = read_profile_file(path);
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_NE(twice.status().message().find("p.json: name: duplicate key"), std::string::npos)
+      << twice.status().message();
+}
+
+// The mustpass manifest (spec/case_files.md §3.5) is read under the same rules.
+TEST(MustpassManifest, RefusesDeepNestingAndRepeatedKeys) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> manifests = {
+      {R"({"mustpass_version": 1, "spec_version": "pacts-spec-1", "cases": )" + nested(200000) + "}",
+       "manifest.json: cases: arrays and objects nested deeper than 64"},
+      {R"({"mustpass_version": 1, "mustpass_version": 1, "spec_version": "s", "cases": []})",
+       "manifest.json: mustpass_version: duplicate key"},
+  };
+  for (const auto& [text, expect] : manifests) {
+    std::ofstream(dir / "manifest.json") << text;
+    auto r = load_mustpass(dir.str());
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "summary.h"
 
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 
@@ -94,12 +94,13 @@ int merge(const std::string& out_dir, const std::vector<std::string>& inputs, st
   }
   for (const std::string& input : inputs) {
     const fs::path file = fs::is_directory(input) ? fs::path(input) / "summary.json" : fs::path(input);
-    std::ifstream in(file);
-    if (!in) {
-      std::fprintf(out, "pacts-fuzz merge: cannot read %s\n", file.c_str());
+    // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+    auto text = pc::read_json_file(file.string());
+    if (!text) {
+      std::fprintf(out, "pacts-fuzz merge: %s\n", text.status().message().c_str());
       return kExitUsage;
     }
-    nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json doc = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) {
       std::fprintf(out, "pacts-fuzz merge: %s: not JSON\n", file.c_str());
       return kExitUsage;

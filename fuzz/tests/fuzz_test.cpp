@@ -411,6 +411,31 @@ TEST(FuzzMerge, RefusesABadSummaryNamingTheKey) {
       << r.status().message();
 }
 
+// A summary nested 200,000 deep (at the root or under a key) or with a key written twice is
+// refused naming the file, exit 2: never a stack overflow, never the last key winning.
+TEST(FuzzMerge, RefusesDeepNestingAndRepeatedKeys) {
+  const fs::path root = fresh_dir("merge_hostile");
+  pf::Summary s;
+  s.campaigns.push_back({});
+  const std::string good = s.to_json().dump();
+  ASSERT_EQ(good.front(), '{');
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::vector<std::pair<std::string, std::string>> summaries = {
+      {deep, "the document: arrays and objects nested deeper than 64 levels"},
+      {"{\"pacts_fuzz_summary_version\": " + deep + ", " + good.substr(1),
+       "pacts_fuzz_summary_version: arrays and objects nested deeper than 64 levels"},
+      {"{\"complete\": false, " + good.substr(1), "complete: duplicate key"},
+  };
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const fs::path file = root / ("summary" + std::to_string(i) + ".json");
+    std::ofstream(file) << summaries[i].first;
+    const fs::path log = root / ("merge" + std::to_string(i) + ".log");
+    EXPECT_EQ(run_binary({"merge", (root / "merged").string(), file.string()}, log), 2);
+    EXPECT_NE(read_text(log).find(file.string() + ": " + summaries[i].second), std::string::npos)
+        << summaries[i].second;
+  }
+}
+
 // SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
 // interrupted, and exits with 128 + SIGINT.
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
