@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 namespace pacts::conformance {
@@ -57,6 +58,28 @@ std::string shape_tuple(const std::vector<uint64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// NumPy's limits on an array: at most 64 dimensions, and a size in bytes below 2^63 counted over
+// the nonzero dimensions (so a shape whose element count wraps modulo 2^64 is never accepted,
+// even beside a zero dimension).
+constexpr size_t kNpyMaxDims = 64;
+constexpr uint64_t kNpyMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+// The bytes `shape` of `item`-byte elements spans, or nullopt beyond NumPy's limits.
+std::optional<uint64_t> npy_bytes(const std::vector<uint64_t>& shape, size_t item) {
+  if (shape.size() > kNpyMaxDims) return std::nullopt;
+  uint64_t nonzero = item;
+  bool empty = false;
+  for (uint64_t d : shape) {
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kNpyMaxBytes / d) return std::nullopt;
+    nonzero *= d;
+  }
+  return empty ? 0 : nonzero;
+}
+
 std::span<const uint8_t> bytes_of(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
@@ -68,9 +91,8 @@ std::span<const uint8_t> bytes_of(const std::vector<T>& v) {
 
 spec::Status write_npy_raw(const std::string& path, NpyType type,
                            const std::vector<uint64_t>& shape, std::span<const uint8_t> data) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
-  if (n * info(type).bytes != data.size())
+  const std::optional<uint64_t> bytes = npy_bytes(shape, info(type).bytes);
+  if (!bytes || *bytes != data.size())
     return spec::invalid_argument(path + ": " + std::to_string(data.size()) +
                                   " bytes do not hold shape " + shape_tuple(shape) + " of " +
                                   info(type).numpy);
@@ -177,6 +199,9 @@ class HeaderParser {
       }
       if (i_ == start) fail("expected a dimension at offset " + std::to_string(i_));
       dims.push_back(x);
+      if (dims.size() > kNpyMaxDims)
+        fail("shape: more than " + std::to_string(kNpyMaxDims) +
+             " dimensions; accepted: at most " + std::to_string(kNpyMaxDims) + " (NumPy's limit)");
       if (!peek(')')) expect(',');
     }
     expect(')');
@@ -220,19 +245,20 @@ NpyArray read_npy_or_throw(const std::string& path) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) throw io::FieldError{path + ": truncated header"};
   NpyArray a = HeaderParser(header, path).parse();
-  const uint64_t n = a.elements();
-  const uint64_t item = npy_item_bytes(a.type);
-  if (n > std::numeric_limits<uint64_t>::max() / item)
-    throw io::FieldError{path + ": shape " + shape_tuple(a.shape) + " is too large"};
+  const std::optional<uint64_t> bytes = npy_bytes(a.shape, npy_item_bytes(a.type));
+  if (!bytes)
+    throw io::FieldError{path + ": .npy header: shape " + shape_tuple(a.shape) + " of " +
+                         info(a.type).numpy + ": its size in bytes exceeds 2^63 - 1 (the "
+                         "element count wraps); accepted: a size below 2^63 bytes (NumPy's limit)"};
   const std::streamoff data_start = in.tellg();
   in.seekg(0, std::ios::end);
   const uint64_t available = static_cast<uint64_t>(in.tellg() - data_start);
-  if (available != n * item)
+  if (available != *bytes)
     throw io::FieldError{path + ": holds " + std::to_string(available) + " data bytes; shape " +
                          shape_tuple(a.shape) + " of " + info(a.type).numpy + " needs " +
-                         std::to_string(n * item)};
+                         std::to_string(*bytes)};
   in.seekg(data_start);
-  a.data.resize(n * item);
+  a.data.resize(*bytes);
   if (!a.data.empty() &&
       !in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
     throw io::FieldError{path + ": cannot read the data"};

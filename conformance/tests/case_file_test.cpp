@@ -734,6 +734,39 @@ TEST(Npy, RefusesMalformedFiles) {
     EXPECT_NE(r.status().message().find("bad.npy"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
   }
+  // Shapes beyond NumPy's limits: an element count that wraps modulo 2^64 (here to 4, which the
+  // 16 data bytes would match), a huge shape beside a zero dimension, more than 64 dimensions.
+  const auto npy_v1 = [](const std::string& dict, const std::string& data) {
+    std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+    return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xFF) +
+           static_cast<char>(header.size() >> 8) + header + data;
+  };
+  const auto shape_dict = [](const std::string& descr, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  std::string ones = "(";
+  for (int i = 0; i < 65; ++i) ones += "1, ";
+  ones += ")";
+  const std::vector<std::pair<std::string, std::string>> beyond = {
+      {npy_v1(shape_dict("<i4", "(4611686018427387905, 4)"), std::string(16, 'x')),
+       "shape (4611686018427387905, 4) of int32: its size in bytes exceeds 2^63 - 1"},
+      {npy_v1(shape_dict("|u1", "(0, 4611686018427387904, 4)"), ""), "exceeds 2^63 - 1"},
+      {npy_v1(shape_dict("|u1", ones), "x"), "more than 64 dimensions"},
+  };
+  for (const auto& [bytes, expect] : beyond) {
+    write_bytes(dir / "huge.npy", bytes);
+    auto h = read_npy(dir / "huge.npy");
+    ASSERT_FALSE(h.is_ok()) << expect;
+    EXPECT_EQ(h.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(h.status().message().find("huge.npy: .npy header: "), std::string::npos)
+        << h.status().message();
+    EXPECT_NE(h.status().message().find(expect), std::string::npos) << h.status().message();
+  }
+  // Within the limits: 64 dimensions, and an empty array of a large shape.
+  write_bytes(dir / "fine.npy", npy_v1(shape_dict("|u1", "(0, 4611686018427387904)"), ""));
+  EXPECT_TRUE(read_npy(dir / "fine.npy").is_ok());
+  write_bytes(dir / "fine.npy", npy_v1(shape_dict("|u1", "(" + ones.substr(4)), "x"));
+  EXPECT_TRUE(read_npy(dir / "fine.npy").is_ok());
   // Fortran order of two or more dimensions would need a transpose: refused.
   NpyArray two = random_array(NpyType::kU8, {2, 2}, 6);
   ASSERT_TRUE(write_npy(dir / "f.npy", two).is_ok());
