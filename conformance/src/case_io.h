@@ -29,9 +29,10 @@ inline constexpr int kCaseFileVersion = 1;
 inline constexpr int kExchangeVersion = 1;
 inline constexpr const char* kSpecVersion = "pacts-spec-1";
 
-// Thrown inside the readers only, and turned into spec::invalid_argument at their boundary.
+// Thrown inside the readers only, and turned into a spec::Status at their boundary.
 struct FieldError {
   std::string message;
+  spec::Code code = spec::Code::kInvalidArgument;
 };
 
 // Names of enum values as they appear in files: a table of (value, name).

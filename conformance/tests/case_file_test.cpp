@@ -22,10 +22,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -426,6 +428,29 @@ TEST(CaseFileJson, NumbersBeyondBinary64AreRefused) {
 
 // ---- what every reader checks before building a document (spec/case_files.md §7) ----------
 
+// Sets the memory budget variable for one scope (ctest runs each test in its own process).
+class ScopedBudget {
+ public:
+  explicit ScopedBudget(const char* value) {
+    if (const char* old = std::getenv(kMemoryBudgetVariable)) old_ = old;
+    ::setenv(kMemoryBudgetVariable, value, 1);
+  }
+  ~ScopedBudget() {
+    if (old_) ::setenv(kMemoryBudgetVariable, old_->c_str(), 1);
+    else ::unsetenv(kMemoryBudgetVariable);
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// The largest resident set this process has had, in bytes.
+uint64_t peak_resident_bytes() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
 // `depth` arrays (or objects under the key "a") nested in each other.
 std::string nested(size_t depth, bool objects = false) {
   std::string s;
@@ -491,6 +516,36 @@ TEST(CaseFileJson, DeepNestingIsRefusedNotAStackOverflow) {
   EXPECT_NE(r.status().message().find("deep.json: the document: arrays and objects nested deeper"),
             std::string::npos)
       << r.status().message();
+}
+
+// A shape whose buffers exceed the memory budget is a load error (OutOfRange) naming the largest
+// buffer, its fields and the budget, never a case that allocates until bad_alloc and is then
+// reported as the backend failing.
+TEST(CaseFileJson, ShapesBeyondTheMemoryBudgetAreRefused) {
+  const auto refused = [](const std::function<void(Json&)>& edit, const std::string& expect) {
+    Json j = Json::parse(to_json_text(rich_file()));
+    edit(j);
+    auto r = from_json_text(j.dump());
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("case file: shape: the case's buffers take "),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("memory budget of "), std::string::npos)
+        << r.status().message();
+  };
+  // 2 * 10^9 pages, a 2^31-element gap after every query row: terabytes, whatever the machine.
+  refused([](Json& j) { j["shape"]["extra_pages"] = 2000000000; },
+          "the largest k_pages (num_pages");
+  refused([](Json& j) { j["shape"]["q_gap"] = 2147483647; }, "the largest query (batch");
+  // The variable sets the budget: the rich file fits 1 MiB, not 4 KiB.
+  {
+    const ScopedBudget budget("4K");
+    refused([](Json&) {}, "bytes (PACTS_CASE_MEMORY_BUDGET=4K)");
+  }
+  const ScopedBudget budget("1M");
+  EXPECT_TRUE(from_json_text(to_json_text(rich_file())).is_ok());
 }
 
 // A key written twice is refused naming it: a reader that kept the last one would run another
@@ -1071,6 +1126,69 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), spec::Code::kNotSupported);
   EXPECT_NE(r.status().message().find("head_dim 96"), std::string::npos) << r.status().message();
+}
+
+// problem.json's sizes are checked before any buffer exists: against the memory budget first
+// (2^31 - 1 pages took terabytes, an abort), then against the .npy headers (600,000 pages
+// allocated and zero-filled gigabytes before the first file was found too short).
+TEST(Exchange, SizesAreCheckedBeforeAnyBufferIsAllocated) {
+  TempDir dir;
+  CaseShape s;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  const std::string good = dir / "good";
+  ASSERT_TRUE(dump_case(make_case(s, 9), good).is_ok());
+  const std::string problem = read_bytes(good + "/problem.json");
+  const auto with_pages = [&](int64_t pages) {
+    Json j = Json::parse(problem);
+    j["num_pages"] = pages;
+    const std::string d = dir / ("pages" + std::to_string(pages));
+    fs::copy(good, d);
+    write_bytes(d + "/problem.json", j.dump());
+    return d;
+  };
+  auto r = load_case(with_pages(2147483647));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("problem.json: the case's buffers take "), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("the largest k_pages (num_pages"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("memory budget of "), std::string::npos)
+      << r.status().message();
+  {
+    // Within a budget of 1 TiB, 600,000 pages (2.4 GB of pools) against files of 5 pages: the
+    // .npy headers refuse it before the pools are allocated.
+    const ScopedBudget budget("1T");
+    const std::string d = with_pages(600000);
+    const uint64_t before = peak_resident_bytes();
+    r = load_case(d);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("k_pages.npy: "), std::string::npos)
+        << r.status().message();
+    EXPECT_LT(peak_resident_bytes() - before, uint64_t{256} << 20)
+        << "the refusal came after the pools were allocated";
+  }
+  // The budget variable: a case beyond it is refused naming it; a malformed one is refused.
+  {
+    const ScopedBudget budget("1024");
+    r = load_case(good);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange);
+    EXPECT_NE(r.status().message().find("(PACTS_CASE_MEMORY_BUDGET=1024)"), std::string::npos)
+        << r.status().message();
+  }
+  {
+    const ScopedBudget budget("lots");
+    r = load_case(good);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("PACTS_CASE_MEMORY_BUDGET \"lots\": expected a byte count"),
+              std::string::npos)
+        << r.status().message();
+  }
+  const ScopedBudget budget("1M");
+  EXPECT_TRUE(load_case(good).is_ok());
 }
 
 // `pacts case judge` (load_results, observe_written, within_tolerance on a profile): results
