@@ -438,11 +438,7 @@ CaseFile parse(const std::string& text, const std::string& where) {
 }
 
 spec::Result<CaseFile> parse_or_refuse(const std::string& text, const std::string& where) {
-  try {
-    return parse(text, where);
-  } catch (const io::FieldError& e) {
-    return spec::Status(e.code, e.message);
-  }
+  return io::refuse_on_throw(where, [&]() -> spec::Result<CaseFile> { return parse(text, where); });
 }
 
 }  // namespace
@@ -476,9 +472,12 @@ spec::Status write_case_file(const std::string& path, const CaseFile& file) {
 }
 
 spec::Result<CaseFile> read_case_file(const std::string& path) {
-  auto text = io::read_text(path);
-  if (!text) return spec::invalid_argument("case file: " + text.status().message());
-  return parse_or_refuse(text.value(), "case file " + path);
+  const std::string where = "case file " + path;
+  return io::refuse_on_throw(where, [&]() -> spec::Result<CaseFile> {
+    auto text = io::read_text(path);
+    if (!text) return spec::invalid_argument("case file: " + text.status().message());
+    return parse(text.value(), where);
+  });
 }
 
 }  // namespace pacts::conformance

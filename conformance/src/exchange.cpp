@@ -735,11 +735,8 @@ spec::Status write_npy(const std::string& path, const NpyArray& array) {
 }
 
 spec::Result<NpyArray> read_npy(const std::string& path) {
-  try {
-    return read_npy_or_throw(path);
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  return io::refuse_on_throw(path,
+                             [&]() -> spec::Result<NpyArray> { return read_npy_or_throw(path); });
 }
 
 spec::Status dump_case(const CaseData& c0, const std::string& dir, const ExchangeExtras* extras) {
@@ -786,11 +783,7 @@ spec::Status dump_case(const CaseData& c0, const std::string& dir, const Exchang
 }
 
 spec::Result<CaseData> load_case(const std::string& dir) {
-  try {
-    return load_or_throw(dir);
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  return io::refuse_on_throw(where_of(dir), [&] { return load_or_throw(dir); });
 }
 
 namespace {
@@ -819,7 +812,7 @@ void load_result_or_throw(const std::string& dir, const char* name, NpyType type
 }  // namespace
 
 spec::Status load_results(const std::string& dir, CaseData& c) {
-  try {
+  return io::refuse_on_throw(where_of(dir), [&] {
     const pacts_problem& p = c.problem;
     const spec::RequiredExtents e = spec::required_extents(p);
     load_result_or_throw(dir, "out", storage_type(p.out_format), e.out, c.out);
@@ -830,13 +823,11 @@ spec::Status load_results(const std::string& dir, CaseData& c) {
                            "false; remove it or fix problem.json"};
     }
     return spec::Status::ok();
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  });
 }
 
 spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
-  try {
+  return io::refuse_on_throw(path, [&]() -> spec::Result<spec::NumericsProfile> {
     auto text = read_json_file(path);
     if (!text) throw io::FieldError{text.status().message()};
     Json j;
@@ -890,9 +881,7 @@ spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
     prof.ftz = f.boolean("ftz");
     f.finish();
     return prof;
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  });
 }
 
 }  // namespace pacts::conformance

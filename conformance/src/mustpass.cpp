@@ -3,6 +3,8 @@
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/runner.h>
 
+#include "case_io.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -66,9 +68,7 @@ spec::Status read_entry(const std::string& manifest, const fs::path& dir, size_t
   return spec::Status::ok();
 }
 
-}  // namespace
-
-spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
+spec::Result<Mustpass> load(const std::string& dir_text) {
   const fs::path dir(dir_text);
   const std::string manifest = (dir / "manifest.json").string();
   // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
@@ -106,6 +106,13 @@ spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
       return refuse(manifest, name + " is in " + dir_text + " but not listed");
   }
   return m;
+}
+
+}  // namespace
+
+spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
+  return io::refuse_on_throw("mustpass manifest " + dir_text + "/manifest.json",
+                             [&] { return load(dir_text); });
 }
 
 Outcome check_mustpass(const MustpassEntry& entry, const Property& property, Backend& backend,

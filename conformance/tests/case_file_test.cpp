@@ -29,6 +29,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace pacts::conformance {
@@ -1189,6 +1190,72 @@ TEST(Exchange, SizesAreCheckedBeforeAnyBufferIsAllocated) {
   }
   const ScopedBudget budget("1M");
   EXPECT_TRUE(load_case(good).is_ok());
+}
+
+// An otherwise valid .npy of `bytes` uint8 elements whose data is a hole (a sparse file): no disk
+// space, but a reader that believes its header must allocate all of it. False where the file
+// system cannot hold it.
+bool write_sparse_npy(const std::string& path, uint64_t bytes) {
+  NpyArray a;
+  a.shape = {0};
+  if (!write_npy(path, a).is_ok()) return false;
+  std::string file = read_bytes(path);
+  const std::string from = "(0,)", to = "(" + std::to_string(bytes) + ",)";
+  file.replace(file.find(from), from.size(), to);
+  const size_t grown = to.size() - from.size();
+  file.erase(file.rfind('\n') - grown, grown);  // the padding shrinks: the header keeps its length
+  write_bytes(path, file);
+  return ::truncate(path.c_str(), static_cast<off_t>(file.size() + bytes)) == 0;
+}
+
+// Running out of memory inside a reader is a refusal (OutOfRange naming the file), never an
+// uncaught std::bad_alloc that aborts the program: a child process whose address space is limited
+// to 512 MiB more than it uses reads a 2 GiB .npy, and an exchange directory within the budget
+// whose 1 GiB pools it cannot allocate.
+TEST(Readers, OutOfMemoryIsARefusalNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the address sanitizer reserves more address space than the limit allows";
+#endif
+  TempDir dir;
+  if (!write_sparse_npy(dir / "big.npy", uint64_t{1} << 31))
+    GTEST_SKIP() << "this file system holds no 2 GiB sparse file";
+  CaseShape s;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  const std::string big = dir / "exchange";
+  ASSERT_TRUE(dump_case(make_case(s, 9), big).is_ok());
+  Json problem = Json::parse(read_bytes(big + "/problem.json"));
+  const uint64_t page_bytes = problem["k_layout"]["s_page"].get<uint64_t>();  // 1-byte elements
+  problem["num_pages"] = (uint64_t{1} << 30) / page_bytes;
+  write_bytes(big + "/problem.json", problem.dump());
+  ASSERT_TRUE(write_sparse_npy(big + "/k_pages.npy", uint64_t{1} << 30));
+  ASSERT_TRUE(write_sparse_npy(big + "/v_pages.npy", uint64_t{1} << 30));
+  const ScopedBudget budget("1T");
+
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  ASSERT_TRUE(statm >> pages);
+  const rlim_t limit = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{512} << 20);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // No gtest assertions here: the exit status says what happened (0: both refused as expected).
+    const rlimit l{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &l) != 0) ::_exit(10);
+    const auto out_of_memory = [](const spec::Status& st, const std::string& where) {
+      std::fprintf(stderr, "child: %s\n", st.to_string().c_str());
+      return st.code() == spec::Code::kOutOfRange &&
+             st.message().find(where + ": out of memory") != std::string::npos;
+    };
+    auto npy = read_npy(dir / "big.npy");
+    if (npy.is_ok() || !out_of_memory(npy.status(), dir / "big.npy")) ::_exit(11);
+    auto loaded = load_case(big);
+    if (loaded.is_ok() || !out_of_memory(loaded.status(), "exchange " + big)) ::_exit(12);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the reader was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no limit, 11: read_npy, 12: load_case";
 }
 
 // `pacts case judge` (load_results, observe_written, within_tolerance on a profile): results

@@ -436,6 +436,33 @@ TEST(FuzzMerge, RefusesDeepNestingAndRepeatedKeys) {
   }
 }
 
+// An input that cannot be examined (a loop of symbolic links) is refused naming it, exit 2 (it
+// was an uncaught filesystem_error); a failure whose case file lies outside its summary's folder
+// is refused (merge would copy it from and to anywhere).
+TEST(FuzzMerge, RefusesUnreadableInputsAndForeignCaseFiles) {
+  const fs::path root = fresh_dir("merge_unreadable");
+  fs::create_symlink("loop", root / "loop");
+  const fs::path log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", (root / "merged").string(), (root / "loop").string()}, log), 2);
+  EXPECT_NE(read_text(log).find((root / "loop").string() + ": cannot examine"), std::string::npos);
+  EXPECT_EQ(run_binary({"replay", (root / "loop").string()}, log), 2);
+
+  pf::Summary s;
+  s.campaigns.push_back({});
+  pf::FailureRecord f;
+  f.case_file = "failures/x.json";
+  s.failures.push_back(f);
+  nlohmann::json j = s.to_json();
+  for (const char* foreign : {"../outside.json", "failures/../../outside.json", "/tmp/x.json",
+                              "failures/x.txt"}) {
+    j["failures"][0]["case_file"] = foreign;
+    auto r = pf::summary_from_json(j);
+    ASSERT_FALSE(r.is_ok()) << foreign;
+    EXPECT_NE(r.status().message().find("failures[0].case_file"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 // SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
 // interrupted, and exits with 128 + SIGINT.
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
