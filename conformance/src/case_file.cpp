@@ -1,5 +1,6 @@
 // Case files (spec/case_files.md §1-§3): JSON that regenerates a case's exact bytes.
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/validate.h>
 
 #include "case_io.h"
@@ -300,27 +301,26 @@ void check_shape_problem(const CaseShape& s, const std::string& where) {
   if (columns > INT32_MAX)
     throw io::FieldError{where + ": shape.bt_extra_cols " + std::to_string(s.bt_extra_cols) +
                          ": block-table columns exceed max_pages_per_seq's int32 range"};
-  pacts_problem p = spec::make_problem(s.batch, s.q_len, s.num_q_heads, s.num_kv_heads,
-                                       s.head_dim, s.page_size, static_cast<int32_t>(pages),
-                                       static_cast<int32_t>(columns));
-  p.q_format = s.q_format;
-  p.kv_format = s.kv_format;
-  p.out_format = s.out_format;
-  p.k_scale_mode = s.k_scale_mode;
-  p.v_scale_mode = s.v_scale_mode;
-  p.nibble_order = s.nibble_order;
-  p.softcap = s.softcap;
-  p.window = s.window;
-  // Layouts as make_case forms them, so that only the shape's own fields can be refused.
-  p.k_layout = pool_layout(s.k_layout, p, true);
-  p.v_layout = pool_layout(s.v_layout, p, false);
-  const int64_t blocks = s.kv_format == PACTS_FORMAT_E2M1 ? s.head_dim / 32 : 1;
-  const int64_t page_span = int64_t{s.num_kv_heads} * s.page_size * blocks;
-  p.k_scale_layout = p.v_scale_layout = {page_span, int64_t{s.page_size} * blocks, blocks, 1};
+  // The descriptor multiplies these int32 fields in int64: a shape whose products could overflow
+  // is refused before it is built (the validator then bounds every span far below).
+  const double row = static_cast<double>(s.head_dim) + std::max(s.q_gap, s.out_gap) + 32;
+  const double pool_row = static_cast<double>(s.head_dim) + 96;  // padded rows and pages
+  if (static_cast<double>(s.q_len) * s.num_q_heads * row * std::max(s.batch, 1) > 0x1p60 ||
+      static_cast<double>(s.page_size) * s.num_kv_heads * pool_row * std::max<double>(pages, 1) >
+          0x1p60)
+    throw io::FieldError{where + ": shape: the query, output or pools span more than 2^60 "
+                                 "elements; accepted: spans below 2^56 (spec/refusals.md)"};
+  // The descriptor make_case builds (an upper bound when contexts are drawn), so that only the
+  // shape's own fields can be refused, and the memory its buffers take is known before
+  // make_case allocates them (spec/case_files.md §7).
+  const pacts_problem p =
+      shape_problem(s, static_cast<int32_t>(pages), static_cast<int32_t>(columns));
   const spec::Status status = spec::validate_problem(p);
   if (!status.is_ok())
     throw io::FieldError{where + ": shape describes a problem the spec refuses: " +
                          status.message()};
+  if (const spec::Status s_mem = check_case_memory(p, where + ": shape"); !s_mem)
+    throw io::FieldError{s_mem.message(), s_mem.code()};
 }
 
 CaseShape shape_from_json(const Json& j, const std::string& where) {
@@ -403,6 +403,8 @@ PlanHint hint_from_json(const Json& j, const std::string& where) {
 }
 
 CaseFile parse(const std::string& text, const std::string& where) {
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  if (const spec::Status s = check_json_text(text, where); !s) throw io::FieldError{s.message()};
   Json root;
   try {
     root = Json::parse(text);
@@ -436,11 +438,7 @@ CaseFile parse(const std::string& text, const std::string& where) {
 }
 
 spec::Result<CaseFile> parse_or_refuse(const std::string& text, const std::string& where) {
-  try {
-    return parse(text, where);
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  return io::refuse_on_throw(where, [&]() -> spec::Result<CaseFile> { return parse(text, where); });
 }
 
 }  // namespace
@@ -474,9 +472,12 @@ spec::Status write_case_file(const std::string& path, const CaseFile& file) {
 }
 
 spec::Result<CaseFile> read_case_file(const std::string& path) {
-  auto text = io::read_text(path);
-  if (!text) return spec::invalid_argument("case file: " + text.status().message());
-  return parse_or_refuse(text.value(), "case file " + path);
+  const std::string where = "case file " + path;
+  return io::refuse_on_throw(where, [&]() -> spec::Result<CaseFile> {
+    auto text = io::read_text(path);
+    if (!text) return spec::invalid_argument("case file: " + text.status().message());
+    return parse(text.value(), where);
+  });
 }
 
 }  // namespace pacts::conformance

@@ -12,7 +12,9 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
+#include <new>
 #include <optional>
 #include <set>
 #include <span>
@@ -29,10 +31,29 @@ inline constexpr int kCaseFileVersion = 1;
 inline constexpr int kExchangeVersion = 1;
 inline constexpr const char* kSpecVersion = "pacts-spec-1";
 
-// Thrown inside the readers only, and turned into spec::invalid_argument at their boundary.
+// Thrown inside the readers only, and turned into a spec::Status at their boundary.
 struct FieldError {
   std::string message;
+  spec::Code code = spec::Code::kInvalidArgument;
 };
+
+// A reader's boundary: runs `body` and turns whatever it throws into the typed refusal, so that
+// nothing a user feeds a reader escapes it as an exception. A FieldError keeps its code; running
+// out of memory is OutOfRange; any other exception of a library (a filesystem_error, a JSON
+// library's error, a length_error) is InvalidArgument. Each names `where`.
+template <class F>
+auto refuse_on_throw(const std::string& where, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const FieldError& e) {
+    return spec::Status(e.code, e.message);
+  } catch (const std::bad_alloc&) {
+    return spec::out_of_range(where + ": out of memory while reading it; accepted: what this "
+                              "machine's memory holds (spec/case_files.md §7)");
+  } catch (const std::exception& e) {
+    return spec::invalid_argument(where + ": cannot be read: " + e.what());
+  }
+}
 
 // Names of enum values as they appear in files: a table of (value, name).
 template <class E, size_t N>

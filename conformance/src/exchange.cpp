@@ -1,5 +1,6 @@
 // The exchange format (spec/case_files.md §4-§6): problem.json plus one .npy per tensor.
 #include <pacts/conformance/exchange.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 namespace pacts::conformance {
@@ -56,6 +58,28 @@ std::string shape_tuple(const std::vector<uint64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// NumPy's limits on an array: at most 64 dimensions, and a size in bytes below 2^63 counted over
+// the nonzero dimensions (so a shape whose element count wraps modulo 2^64 is never accepted,
+// even beside a zero dimension).
+constexpr size_t kNpyMaxDims = 64;
+constexpr uint64_t kNpyMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+// The bytes `shape` of `item`-byte elements spans, or nullopt beyond NumPy's limits.
+std::optional<uint64_t> npy_bytes(const std::vector<uint64_t>& shape, size_t item) {
+  if (shape.size() > kNpyMaxDims) return std::nullopt;
+  uint64_t nonzero = item;
+  bool empty = false;
+  for (uint64_t d : shape) {
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (nonzero > kNpyMaxBytes / d) return std::nullopt;
+    nonzero *= d;
+  }
+  return empty ? 0 : nonzero;
+}
+
 std::span<const uint8_t> bytes_of(const std::string& s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
@@ -67,9 +91,8 @@ std::span<const uint8_t> bytes_of(const std::vector<T>& v) {
 
 spec::Status write_npy_raw(const std::string& path, NpyType type,
                            const std::vector<uint64_t>& shape, std::span<const uint8_t> data) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) n *= d;
-  if (n * info(type).bytes != data.size())
+  const std::optional<uint64_t> bytes = npy_bytes(shape, info(type).bytes);
+  if (!bytes || *bytes != data.size())
     return spec::invalid_argument(path + ": " + std::to_string(data.size()) +
                                   " bytes do not hold shape " + shape_tuple(shape) + " of " +
                                   info(type).numpy);
@@ -176,6 +199,9 @@ class HeaderParser {
       }
       if (i_ == start) fail("expected a dimension at offset " + std::to_string(i_));
       dims.push_back(x);
+      if (dims.size() > kNpyMaxDims)
+        fail("shape: more than " + std::to_string(kNpyMaxDims) +
+             " dimensions; accepted: at most " + std::to_string(kNpyMaxDims) + " (NumPy's limit)");
       if (!peek(')')) expect(',');
     }
     expect(')');
@@ -194,9 +220,24 @@ class HeaderParser {
   size_t i_ = 0;
 };
 
-NpyArray read_npy_or_throw(const std::string& path) {
+// An open .npy file whose header is read and checked: its data (`bytes` of them, exactly what the
+// file holds after the header) is next in `in`.
+struct NpyFile {
+  std::ifstream in;
+  NpyType type = NpyType::kU8;
+  std::vector<uint64_t> shape;
+  uint64_t bytes = 0;
+
+  uint64_t elements() const { return bytes / npy_item_bytes(type); }
+};
+
+// Opens `path` and checks its header against the file's size, reading no data: a reader knows
+// the size of every array before it allocates any.
+NpyFile open_npy_or_throw(const std::string& path) {
   io::readable_file_or_throw(path);  // a missing file: the open below names the system's reason
-  std::ifstream in(path, std::ios::binary);
+  NpyFile f;
+  std::ifstream& in = f.in;
+  in.open(path, std::ios::binary);
   if (!in) throw io::FieldError{path + ": cannot open: " + std::strerror(errno)};
   char pre[8];
   if (!in.read(pre, 8) || std::memcmp(pre, kNpyMagic, 6) != 0)
@@ -219,22 +260,39 @@ NpyArray read_npy_or_throw(const std::string& path) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) throw io::FieldError{path + ": truncated header"};
   NpyArray a = HeaderParser(header, path).parse();
-  const uint64_t n = a.elements();
-  const uint64_t item = npy_item_bytes(a.type);
-  if (n > std::numeric_limits<uint64_t>::max() / item)
-    throw io::FieldError{path + ": shape " + shape_tuple(a.shape) + " is too large"};
+  const std::optional<uint64_t> bytes = npy_bytes(a.shape, npy_item_bytes(a.type));
+  if (!bytes)
+    throw io::FieldError{path + ": .npy header: shape " + shape_tuple(a.shape) + " of " +
+                         info(a.type).numpy + ": its size in bytes exceeds 2^63 - 1 (the "
+                         "element count wraps); accepted: a size below 2^63 bytes (NumPy's limit)"};
   const std::streamoff data_start = in.tellg();
   in.seekg(0, std::ios::end);
   const uint64_t available = static_cast<uint64_t>(in.tellg() - data_start);
-  if (available != n * item)
+  if (available != *bytes)
     throw io::FieldError{path + ": holds " + std::to_string(available) + " data bytes; shape " +
                          shape_tuple(a.shape) + " of " + info(a.type).numpy + " needs " +
-                         std::to_string(n * item)};
+                         std::to_string(*bytes)};
   in.seekg(data_start);
-  a.data.resize(n * item);
-  if (!a.data.empty() &&
-      !in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
+  f.type = a.type;
+  f.shape = std::move(a.shape);
+  f.bytes = *bytes;
+  return f;
+}
+
+// The data of an opened file into `into`, exactly f.bytes long.
+void read_npy_data_or_throw(const std::string& path, NpyFile& f, std::span<uint8_t> into) {
+  if (!into.empty() &&
+      !f.in.read(reinterpret_cast<char*>(into.data()), static_cast<std::streamsize>(into.size())))
     throw io::FieldError{path + ": cannot read the data"};
+}
+
+NpyArray read_npy_or_throw(const std::string& path) {
+  NpyFile f = open_npy_or_throw(path);
+  NpyArray a;
+  a.type = f.type;
+  a.shape = f.shape;
+  a.data.resize(f.bytes);
+  read_npy_data_or_throw(path, f, a.data);
   return a;
 }
 
@@ -320,28 +378,23 @@ std::span<const uint8_t> input_bytes(const CaseData& c, const InputFile& f) {
   return {};
 }
 
-// Stores the data of a (checked) input file into the case; scalar files are only compared.
-void store_input(CaseData& c, const InputFile& f, const std::vector<uint8_t>& data) {
+// The buffer of the case (allocated at its required extent) that a non-scalar input file fills.
+std::span<uint8_t> input_target(CaseData& c, const InputFile& f) {
+  const auto raw = [](auto& v) {
+    return std::span<uint8_t>(reinterpret_cast<uint8_t*>(v.data()), v.size() * sizeof(v[0]));
+  };
   switch (f.id) {
-    case Input::kQuery: c.q = data; break;
-    case Input::kKPages: c.k = data; break;
-    case Input::kVPages: c.v = data; break;
-    case Input::kKScale:
-      if (!f.scalar_field) c.k_scale = data;
-      break;
-    case Input::kVScale:
-      if (!f.scalar_field) c.v_scale = data;
-      break;
-    case Input::kSinks: c.sinks = data; break;
-    // memcpy of an empty vector's data() (null at batch 0) would be undefined.
-    case Input::kBlockTable:
-      if (!data.empty()) std::memcpy(c.block_table.data(), data.data(), data.size());
-      break;
-    case Input::kContextLens:
-      if (!data.empty()) std::memcpy(c.context_lens.data(), data.data(), data.size());
-      break;
+    case Input::kQuery: return raw(c.q);
+    case Input::kKPages: return raw(c.k);
+    case Input::kVPages: return raw(c.v);
+    case Input::kKScale: return raw(c.k_scale);
+    case Input::kVScale: return raw(c.v_scale);
+    case Input::kSinks: return raw(c.sinks);
+    case Input::kBlockTable: return raw(c.block_table);
+    case Input::kContextLens: return raw(c.context_lens);
     case Input::kQScale: break;
   }
+  return {};
 }
 
 // ---- problem.json ------------------------------------------------------------------------------
@@ -585,8 +638,9 @@ spec::Status remove_if_present(const std::string& path) {
 
 std::string where_of(const std::string& dir) { return "exchange " + dir; }
 
-// Reads one input file into the case (whose problem is already read), checking it first.
-void load_input(const std::string& dir, const InputFile& f, CaseData& c) {
+// Opens one input file and checks it against problem.json (presence, dtype, element count)
+// without reading its data; nullopt for an absent file that the problem does not use.
+std::optional<NpyFile> open_input_or_throw(const std::string& dir, const InputFile& f) {
   const std::string path = file_of(dir, f.name);
   const std::string name = std::string(f.name) + ".npy";
   const std::string where = where_of(dir) + ": " + name;
@@ -596,10 +650,10 @@ void load_input(const std::string& dir, const InputFile& f, CaseData& c) {
       throw io::FieldError{where + ": present, but problem.json does not use it (" +
                            (f.id == Input::kSinks ? "has_sinks is false" : "its scale mode is none") +
                            "); remove it or fix problem.json"};
-    return;
+    return std::nullopt;
   }
   if (!present) throw io::FieldError{where + ": missing"};
-  const NpyArray a = read_npy_or_throw(path);
+  NpyFile a = open_npy_or_throw(path);
   if (a.type != f.type)
     throw io::FieldError{where + ": dtype " + info(a.type).numpy + ", expected " +
                          info(f.type).numpy + " for the formats and modes of problem.json"};
@@ -610,24 +664,37 @@ void load_input(const std::string& dir, const InputFile& f, CaseData& c) {
                          (f.scalar_field ? " (a scalar)"
                                          : " (the extent problem.json's layout reaches, "
                                            "spec::required_extents)")};
-  if (f.scalar_field) {
-    const std::span<const uint8_t> want = input_bytes(c, f);
-    if (std::memcmp(a.data.data(), want.data(), 4) != 0) {
-      float got = 0, expected_value = 0;
-      std::memcpy(&got, a.data.data(), 4);
-      std::memcpy(&expected_value, want.data(), 4);
-      throw io::FieldError{where + " holds " + std::to_string(got) + " but problem.json " +
-                           f.scalar_field + " is " + std::to_string(expected_value)};
-    }
+  return a;
+}
+
+// Reads a checked input file into the case, whose buffers are allocated; a scalar file is
+// compared with problem.json instead.
+void load_input(const std::string& dir, const InputFile& f, NpyFile& file, CaseData& c) {
+  const std::string path = file_of(dir, f.name);
+  if (!f.scalar_field) {
+    read_npy_data_or_throw(path, file, input_target(c, f));
     return;
   }
-  store_input(c, f, a.data);
+  std::array<uint8_t, 4> got_bytes{};
+  read_npy_data_or_throw(path, file, got_bytes);
+  const std::span<const uint8_t> want = input_bytes(c, f);
+  if (std::memcmp(got_bytes.data(), want.data(), 4) != 0) {
+    float got = 0, expected_value = 0;
+    std::memcpy(&got, got_bytes.data(), 4);
+    std::memcpy(&expected_value, want.data(), 4);
+    throw io::FieldError{where_of(dir) + ": " + f.name + ".npy holds " + std::to_string(got) +
+                         " but problem.json " + f.scalar_field + " is " +
+                         std::to_string(expected_value)};
+  }
 }
 
 spec::Result<CaseData> load_or_throw(const std::string& dir) {
   const std::string json_path = (fs::path(dir) / "problem.json").string();
   auto text = io::read_text(json_path);
   if (!text) throw io::FieldError{text.status().message()};
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  if (const spec::Status s = check_json_text(text.value(), json_path); !s)
+    throw io::FieldError{s.message()};
   Json root;
   try {
     root = Json::parse(text.value());
@@ -640,8 +707,15 @@ spec::Result<CaseData> load_or_throw(const std::string& dir) {
   // NotSupported); its message names the field.
   if (const spec::Status s = spec::validate_problem(c.problem); !s)
     return spec::Status(s.code(), json_path + ": " + s.message());
+  // Sizes before buffers (spec/case_files.md §7): the budget, then every file against
+  // problem.json, so that a descriptor larger than its files or than this machine is refused
+  // before what it describes is allocated.
+  if (const spec::Status s = check_case_memory(c.problem, json_path); !s) return s;
+  const std::vector<InputFile> inputs = input_files(c.problem);
+  for (const InputFile& f : inputs) open_input_or_throw(dir, f);
   c.allocate();
-  for (const InputFile& f : input_files(c.problem)) load_input(dir, f, c);
+  for (const InputFile& f : inputs)
+    if (std::optional<NpyFile> file = open_input_or_throw(dir, f)) load_input(dir, f, *file, c);
   return c;
 }
 
@@ -661,11 +735,8 @@ spec::Status write_npy(const std::string& path, const NpyArray& array) {
 }
 
 spec::Result<NpyArray> read_npy(const std::string& path) {
-  try {
-    return read_npy_or_throw(path);
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  return io::refuse_on_throw(path,
+                             [&]() -> spec::Result<NpyArray> { return read_npy_or_throw(path); });
 }
 
 spec::Status dump_case(const CaseData& c0, const std::string& dir, const ExchangeExtras* extras) {
@@ -712,11 +783,7 @@ spec::Status dump_case(const CaseData& c0, const std::string& dir, const Exchang
 }
 
 spec::Result<CaseData> load_case(const std::string& dir) {
-  try {
-    return load_or_throw(dir);
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  return io::refuse_on_throw(where_of(dir), [&] { return load_or_throw(dir); });
 }
 
 namespace {
@@ -728,7 +795,7 @@ void load_result_or_throw(const std::string& dir, const char* name, NpyType type
   const std::string where = where_of(dir) + ": " + name + ".npy";
   if (!io::readable_file_or_throw(path))
     throw io::FieldError{where + ": missing (the results to judge)"};
-  const NpyArray a = read_npy_or_throw(path);
+  NpyFile a = open_npy_or_throw(path);  // checked before `into` grows to its size
   if (a.type != type)
     throw io::FieldError{where + ": dtype " + info(a.type).numpy + ", expected " +
                          info(type).numpy + " (spec/case_files.md §4.4)"};
@@ -738,13 +805,14 @@ void load_result_or_throw(const std::string& dir, const char* name, NpyType type
                          std::to_string(expected) +
                          " (the whole allocation problem.json's layout reaches, "
                          "spec::required_extents)"};
-  into = a.data;
+  into.resize(a.bytes);
+  read_npy_data_or_throw(path, a, into);
 }
 
 }  // namespace
 
 spec::Status load_results(const std::string& dir, CaseData& c) {
-  try {
+  return io::refuse_on_throw(where_of(dir), [&] {
     const pacts_problem& p = c.problem;
     const spec::RequiredExtents e = spec::required_extents(p);
     load_result_or_throw(dir, "out", storage_type(p.out_format), e.out, c.out);
@@ -755,18 +823,16 @@ spec::Status load_results(const std::string& dir, CaseData& c) {
                            "false; remove it or fix problem.json"};
     }
     return spec::Status::ok();
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  });
 }
 
 spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
-  try {
-    std::ifstream in(path);
-    if (!in) throw io::FieldError{path + ": cannot open: " + std::strerror(errno)};
+  return io::refuse_on_throw(path, [&]() -> spec::Result<spec::NumericsProfile> {
+    auto text = read_json_file(path);
+    if (!text) throw io::FieldError{text.status().message()};
     Json j;
     try {
-      j = Json::parse(in);
+      j = Json::parse(text.value());
     } catch (const Json::exception& e) {
       throw io::FieldError{path + ": not JSON: " + e.what()};
     }
@@ -815,9 +881,7 @@ spec::Result<spec::NumericsProfile> read_profile_file(const std::string& path) {
     prof.ftz = f.boolean("ftz");
     f.finish();
     return prof;
-  } catch (const io::FieldError& e) {
-    return spec::invalid_argument(e.message);
-  }
+  });
 }
 
 }  // namespace pacts::conformance

@@ -1,13 +1,15 @@
 #include <pacts/conformance/fault_backend.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/runner.h>
+
+#include "case_io.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 namespace pacts::conformance {
@@ -66,16 +68,15 @@ spec::Status read_entry(const std::string& manifest, const fs::path& dir, size_t
   return spec::Status::ok();
 }
 
-}  // namespace
-
-spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
+spec::Result<Mustpass> load(const std::string& dir_text) {
   const fs::path dir(dir_text);
   const std::string manifest = (dir / "manifest.json").string();
-  std::ifstream in(manifest);
-  if (!in) return refuse(manifest, "cannot be read");
+  // Depth and repeated keys are checked before a document exists (spec/case_files.md §7).
+  auto text = read_json_file(manifest);
+  if (!text) return spec::invalid_argument("mustpass manifest: " + text.status().message());
   json j;
   try {
-    in >> j;
+    j = json::parse(text.value());
   } catch (const std::exception& e) {
     return refuse(manifest, std::string("not JSON: ") + e.what());
   }
@@ -105,6 +106,13 @@ spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
       return refuse(manifest, name + " is in " + dir_text + " but not listed");
   }
   return m;
+}
+
+}  // namespace
+
+spec::Result<Mustpass> load_mustpass(const std::string& dir_text) {
+  return io::refuse_on_throw("mustpass manifest " + dir_text + "/manifest.json",
+                             [&] { return load(dir_text); });
 }
 
 Outcome check_mustpass(const MustpassEntry& entry, const Property& property, Backend& backend,

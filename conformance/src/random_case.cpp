@@ -165,23 +165,9 @@ int64_t element_offset(const pacts_row_layout& l, int64_t b, int64_t i, int64_t 
 
 }  // namespace
 
-CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override>& overrides) {
-  Rng rng(seed);
-  std::vector<int32_t> ctx = s.contexts;
-  if (ctx.empty()) {
-    ctx.resize(static_cast<size_t>(s.batch));
-    for (int32_t& c : ctx) c = edge_context(rng, s);
-  }
-  int32_t longest = 0, used_pages = 0;
-  for (int32_t c : ctx) {
-    longest = std::max(longest, c);
-    used_pages += (c + s.page_size - 1) / s.page_size;
-  }
-  const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
-  CaseData c;
-  pacts_problem& p = c.problem;
-  p = spec::make_problem(s.batch, s.q_len, s.num_q_heads, s.num_kv_heads, s.head_dim, s.page_size,
-                         used_pages + s.extra_pages, std::max(max_pages, 1));
+pacts_problem shape_problem(const CaseShape& s, int32_t num_pages, int32_t max_pages_per_seq) {
+  pacts_problem p = spec::make_problem(s.batch, s.q_len, s.num_q_heads, s.num_kv_heads,
+                                       s.head_dim, s.page_size, num_pages, max_pages_per_seq);
   p.q_format = s.q_format;
   p.kv_format = s.kv_format;
   p.out_format = s.out_format;
@@ -203,6 +189,25 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
   p.window = s.window;
   p.has_sinks = s.sinks ? 1 : 0;
   p.want_lse = s.lse ? 1 : 0;
+  return p;
+}
+
+CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override>& overrides) {
+  Rng rng(seed);
+  std::vector<int32_t> ctx = s.contexts;
+  if (ctx.empty()) {
+    ctx.resize(static_cast<size_t>(s.batch));
+    for (int32_t& c : ctx) c = edge_context(rng, s);
+  }
+  int32_t longest = 0, used_pages = 0;
+  for (int32_t c : ctx) {
+    longest = std::max(longest, c);
+    used_pages += (c + s.page_size - 1) / s.page_size;
+  }
+  const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
+  CaseData c;
+  pacts_problem& p = c.problem;
+  p = shape_problem(s, used_pages + s.extra_pages, std::max(max_pages, 1));
   c.allocate();
   c.context_lens = ctx;
 

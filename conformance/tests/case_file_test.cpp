@@ -7,6 +7,8 @@
 #include <pacts/conformance/exchange.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/generators.h>
+#include <pacts/conformance/input_limits.h>
+#include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/rng.h>
 #include <pacts/spec/formats.h>
@@ -20,11 +22,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace pacts::conformance {
@@ -422,6 +427,144 @@ TEST(CaseFileJson, NumbersBeyondBinary64AreRefused) {
   EXPECT_NE(r.status().message().find("1e999"), std::string::npos) << r.status().message();
 }
 
+// ---- what every reader checks before building a document (spec/case_files.md §7) ----------
+
+// Sets the memory budget variable for one scope (ctest runs each test in its own process).
+class ScopedBudget {
+ public:
+  explicit ScopedBudget(const char* value) {
+    if (const char* old = std::getenv(kMemoryBudgetVariable)) old_ = old;
+    ::setenv(kMemoryBudgetVariable, value, 1);
+  }
+  ~ScopedBudget() {
+    if (old_) ::setenv(kMemoryBudgetVariable, old_->c_str(), 1);
+    else ::unsetenv(kMemoryBudgetVariable);
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// The largest resident set this process has had, in bytes.
+uint64_t peak_resident_bytes() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// `depth` arrays (or objects under the key "a") nested in each other.
+std::string nested(size_t depth, bool objects = false) {
+  std::string s;
+  s.reserve(depth * 6);
+  for (size_t i = 0; i < depth; ++i) s += objects ? "{\"a\": " : "[";
+  s += "0";
+  for (size_t i = 0; i < depth; ++i) s += objects ? '}' : ']';
+  return s;
+}
+
+// The text of the rich file with `key: value` inserted as the first member of the object that
+// holds `before` (a key with its quotes, e.g. "\"page_size\"").
+std::string with_member(const std::string& before, const std::string& member) {
+  std::string s = to_json_text(rich_file());
+  const size_t at = s.find(before);
+  EXPECT_NE(at, std::string::npos) << before;
+  s.insert(at, member + ", ");
+  return s;
+}
+
+TEST(JsonText, NestingIsLimitedAndRepeatedKeysAreNamed) {
+  EXPECT_TRUE(check_json_text(nested(kMaxJsonDepth), "t").is_ok());
+  EXPECT_TRUE(check_json_text(nested(kMaxJsonDepth, true), "t").is_ok());
+  for (const std::string& text : {nested(kMaxJsonDepth + 1), nested(kMaxJsonDepth + 1, true)}) {
+    const spec::Status s = check_json_text(text, "t");
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_EQ(s.code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("t: "), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("nested deeper than 64 levels"), std::string::npos) << s.message();
+  }
+  // The path of the repeated key, through objects and arrays.
+  const spec::Status s = check_json_text(R"({"a": [0, {"b": 1, "c": {}, "b": 2}]})", "t");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("t: a[1].b: duplicate key"), std::string::npos) << s.message();
+  // The same key in two objects is no repetition; syntax errors are refused as before.
+  EXPECT_TRUE(check_json_text(R"({"a": {"b": 1}, "c": {"b": 1}, "d": [{"b": 1}, {"b": 2}]})", "t").is_ok());
+  const spec::Status bad = check_json_text("{\"a\": 1e999}", "t");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.message().find("t: not JSON"), std::string::npos) << bad.message();
+}
+
+// JSON nested tens of thousands deep, at the root, where an object is expected, or under a key
+// that is refused anyway: a refusal naming the file, never a stack overflow (printing the value
+// in a message recursed once per level).
+TEST(CaseFileJson, DeepNestingIsRefusedNotAStackOverflow) {
+  for (size_t depth : {size_t{70000}, size_t{200000}}) {
+    const std::vector<std::string> texts = {
+        nested(depth), nested(depth, true), with_member("\"seed\"", "\"extra\": " + nested(depth)),
+        with_member("\"seed\"", "\"shape\": " + nested(depth, true))};
+    for (const std::string& text : texts) {
+      auto r = from_json_text(text);
+      ASSERT_FALSE(r.is_ok()) << depth;
+      EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+      EXPECT_EQ(r.status().message().rfind("case file: ", 0), 0u) << r.status().message();
+      EXPECT_NE(r.status().message().find("nested deeper than 64"), std::string::npos)
+          << r.status().message().substr(0, 300);
+    }
+  }
+  TempDir dir;
+  std::ofstream(dir / "deep.json", std::ios::binary) << nested(200000);
+  auto r = read_case_file(dir / "deep.json");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("deep.json: the document: arrays and objects nested deeper"),
+            std::string::npos)
+      << r.status().message();
+}
+
+// A shape whose buffers exceed the memory budget is a load error (OutOfRange) naming the largest
+// buffer, its fields and the budget, never a case that allocates until bad_alloc and is then
+// reported as the backend failing.
+TEST(CaseFileJson, ShapesBeyondTheMemoryBudgetAreRefused) {
+  const auto refused = [](const std::function<void(Json&)>& edit, const std::string& expect) {
+    Json j = Json::parse(to_json_text(rich_file()));
+    edit(j);
+    auto r = from_json_text(j.dump());
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("case file: shape: the case's buffers take "),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("memory budget of "), std::string::npos)
+        << r.status().message();
+  };
+  // 2 * 10^9 pages, a 2^31-element gap after every query row: terabytes, whatever the machine.
+  refused([](Json& j) { j["shape"]["extra_pages"] = 2000000000; },
+          "the largest k_pages (num_pages");
+  refused([](Json& j) { j["shape"]["q_gap"] = 2147483647; }, "the largest query (batch");
+  // The variable sets the budget: the rich file fits 1 MiB, not 4 KiB.
+  {
+    const ScopedBudget budget("4K");
+    refused([](Json&) {}, "bytes (PACTS_CASE_MEMORY_BUDGET=4K)");
+  }
+  const ScopedBudget budget("1M");
+  EXPECT_TRUE(from_json_text(to_json_text(rich_file())).is_ok());
+}
+
+// A key written twice is refused naming it: a reader that kept the last one would run another
+// case than the one a person reads at the top of the file.
+TEST(CaseFileJson, RepeatedKeysAreRefusedNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with_member("\"seed\"", "\"seed\": \"1\""), "case file: seed: duplicate key"},
+      {with_member("\"page_size\"", "\"page_size\": 16"), "case file: shape.page_size: duplicate key"},
+      {with_member("\"tensor\"", "\"code\": \"0x0\""), "case file: overrides[0].code: duplicate key"},
+  };
+  for (const auto& [text, expect] : cases) {
+    auto r = from_json_text(text);
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(CaseFileJson, RefusesBadValuesNamingKeyAndValue) {
   const std::vector<BadValue> cases = {
       {"/shape/page_size", "x", "shape.page_size \"x\": expected an integer"},
@@ -647,6 +790,39 @@ TEST(Npy, RefusesMalformedFiles) {
     EXPECT_NE(r.status().message().find("bad.npy"), std::string::npos) << r.status().message();
     EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
   }
+  // Shapes beyond NumPy's limits: an element count that wraps modulo 2^64 (here to 4, which the
+  // 16 data bytes would match), a huge shape beside a zero dimension, more than 64 dimensions.
+  const auto npy_v1 = [](const std::string& dict, const std::string& data) {
+    std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+    return std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size() & 0xFF) +
+           static_cast<char>(header.size() >> 8) + header + data;
+  };
+  const auto shape_dict = [](const std::string& descr, const std::string& shape) {
+    return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  };
+  std::string ones = "(";
+  for (int i = 0; i < 65; ++i) ones += "1, ";
+  ones += ")";
+  const std::vector<std::pair<std::string, std::string>> beyond = {
+      {npy_v1(shape_dict("<i4", "(4611686018427387905, 4)"), std::string(16, 'x')),
+       "shape (4611686018427387905, 4) of int32: its size in bytes exceeds 2^63 - 1"},
+      {npy_v1(shape_dict("|u1", "(0, 4611686018427387904, 4)"), ""), "exceeds 2^63 - 1"},
+      {npy_v1(shape_dict("|u1", ones), "x"), "more than 64 dimensions"},
+  };
+  for (const auto& [bytes, expect] : beyond) {
+    write_bytes(dir / "huge.npy", bytes);
+    auto h = read_npy(dir / "huge.npy");
+    ASSERT_FALSE(h.is_ok()) << expect;
+    EXPECT_EQ(h.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(h.status().message().find("huge.npy: .npy header: "), std::string::npos)
+        << h.status().message();
+    EXPECT_NE(h.status().message().find(expect), std::string::npos) << h.status().message();
+  }
+  // Within the limits: 64 dimensions, and an empty array of a large shape.
+  write_bytes(dir / "fine.npy", npy_v1(shape_dict("|u1", "(0, 4611686018427387904)"), ""));
+  EXPECT_TRUE(read_npy(dir / "fine.npy").is_ok());
+  write_bytes(dir / "fine.npy", npy_v1(shape_dict("|u1", "(" + ones.substr(4)), "x"));
+  EXPECT_TRUE(read_npy(dir / "fine.npy").is_ok());
   // Fortran order of two or more dimensions would need a transpose: refused.
   NpyArray two = random_array(NpyType::kU8, {2, 2}, 6);
   ASSERT_TRUE(write_npy(dir / "f.npy", two).is_ok());
@@ -914,6 +1090,23 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
          write_bytes(d + "/problem.json", json);
        },
        "problem.json: not JSON"},
+      // Checked before a document is built: depth (a stack overflow when the value was printed
+      // in the refusal) and repeated keys (the last one won).
+      {"nested 200,000 deep under run",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"run\": " + nested(200000) + ", " + problem.substr(1));
+       },
+       "problem.json: run: arrays and objects nested deeper than 64 levels"},
+      {"nested 70,000 deep objects under run",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"run\": " + nested(70000, true) + ", " + problem.substr(1));
+       },
+       "problem.json: run: arrays and objects nested deeper than 64 levels"},
+      {"num_pages twice",
+       [&problem](const std::string& d) {
+         write_bytes(d + "/problem.json", "{\"num_pages\": 1, " + problem.substr(1));
+       },
+       "problem.json: num_pages: duplicate key"},
   };
   for (const Broken& b : broken) {
     const std::string d = dir / "broken";
@@ -934,6 +1127,135 @@ TEST(Exchange, LoadRefusesNamingFileAndField) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), spec::Code::kNotSupported);
   EXPECT_NE(r.status().message().find("head_dim 96"), std::string::npos) << r.status().message();
+}
+
+// problem.json's sizes are checked before any buffer exists: against the memory budget first
+// (2^31 - 1 pages took terabytes, an abort), then against the .npy headers (600,000 pages
+// allocated and zero-filled gigabytes before the first file was found too short).
+TEST(Exchange, SizesAreCheckedBeforeAnyBufferIsAllocated) {
+  TempDir dir;
+  CaseShape s;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  const std::string good = dir / "good";
+  ASSERT_TRUE(dump_case(make_case(s, 9), good).is_ok());
+  const std::string problem = read_bytes(good + "/problem.json");
+  const auto with_pages = [&](int64_t pages) {
+    Json j = Json::parse(problem);
+    j["num_pages"] = pages;
+    const std::string d = dir / ("pages" + std::to_string(pages));
+    fs::copy(good, d);
+    write_bytes(d + "/problem.json", j.dump());
+    return d;
+  };
+  auto r = load_case(with_pages(2147483647));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("problem.json: the case's buffers take "), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("the largest k_pages (num_pages"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("memory budget of "), std::string::npos)
+      << r.status().message();
+  {
+    // Within a budget of 1 TiB, 600,000 pages (2.4 GB of pools) against files of 5 pages: the
+    // .npy headers refuse it before the pools are allocated.
+    const ScopedBudget budget("1T");
+    const std::string d = with_pages(600000);
+    const uint64_t before = peak_resident_bytes();
+    r = load_case(d);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("k_pages.npy: "), std::string::npos)
+        << r.status().message();
+    EXPECT_LT(peak_resident_bytes() - before, uint64_t{256} << 20)
+        << "the refusal came after the pools were allocated";
+  }
+  // The budget variable: a case beyond it is refused naming it; a malformed one is refused.
+  {
+    const ScopedBudget budget("1024");
+    r = load_case(good);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kOutOfRange);
+    EXPECT_NE(r.status().message().find("(PACTS_CASE_MEMORY_BUDGET=1024)"), std::string::npos)
+        << r.status().message();
+  }
+  {
+    const ScopedBudget budget("lots");
+    r = load_case(good);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("PACTS_CASE_MEMORY_BUDGET \"lots\": expected a byte count"),
+              std::string::npos)
+        << r.status().message();
+  }
+  const ScopedBudget budget("1M");
+  EXPECT_TRUE(load_case(good).is_ok());
+}
+
+// An otherwise valid .npy of `bytes` uint8 elements whose data is a hole (a sparse file): no disk
+// space, but a reader that believes its header must allocate all of it. False where the file
+// system cannot hold it.
+bool write_sparse_npy(const std::string& path, uint64_t bytes) {
+  NpyArray a;
+  a.shape = {0};
+  if (!write_npy(path, a).is_ok()) return false;
+  std::string file = read_bytes(path);
+  const std::string from = "(0,)", to = "(" + std::to_string(bytes) + ",)";
+  file.replace(file.find(from), from.size(), to);
+  const size_t grown = to.size() - from.size();
+  file.erase(file.rfind('\n') - grown, grown);  // the padding shrinks: the header keeps its length
+  write_bytes(path, file);
+  return ::truncate(path.c_str(), static_cast<off_t>(file.size() + bytes)) == 0;
+}
+
+// Running out of memory inside a reader is a refusal (OutOfRange naming the file), never an
+// uncaught std::bad_alloc that aborts the program: a child process whose address space is limited
+// to 512 MiB more than it uses reads a 2 GiB .npy, and an exchange directory within the budget
+// whose 1 GiB pools it cannot allocate.
+TEST(Readers, OutOfMemoryIsARefusalNotAnAbort) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the address sanitizer reserves more address space than the limit allows";
+#endif
+  TempDir dir;
+  if (!write_sparse_npy(dir / "big.npy", uint64_t{1} << 31))
+    GTEST_SKIP() << "this file system holds no 2 GiB sparse file";
+  CaseShape s;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  const std::string big = dir / "exchange";
+  ASSERT_TRUE(dump_case(make_case(s, 9), big).is_ok());
+  Json problem = Json::parse(read_bytes(big + "/problem.json"));
+  const uint64_t page_bytes = problem["k_layout"]["s_page"].get<uint64_t>();  // 1-byte elements
+  problem["num_pages"] = (uint64_t{1} << 30) / page_bytes;
+  write_bytes(big + "/problem.json", problem.dump());
+  ASSERT_TRUE(write_sparse_npy(big + "/k_pages.npy", uint64_t{1} << 30));
+  ASSERT_TRUE(write_sparse_npy(big + "/v_pages.npy", uint64_t{1} << 30));
+  const ScopedBudget budget("1T");
+
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  ASSERT_TRUE(statm >> pages);
+  const rlim_t limit = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{512} << 20);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // No gtest assertions here: the exit status says what happened (0: both refused as expected).
+    const rlimit l{limit, limit};
+    if (::setrlimit(RLIMIT_AS, &l) != 0) ::_exit(10);
+    const auto out_of_memory = [](const spec::Status& st, const std::string& where) {
+      std::fprintf(stderr, "child: %s\n", st.to_string().c_str());
+      return st.code() == spec::Code::kOutOfRange &&
+             st.message().find(where + ": out of memory") != std::string::npos;
+    };
+    auto npy = read_npy(dir / "big.npy");
+    if (npy.is_ok() || !out_of_memory(npy.status(), dir / "big.npy")) ::_exit(11);
+    auto loaded = load_case(big);
+    if (loaded.is_ok() || !out_of_memory(loaded.status(), "exchange " + big)) ::_exit(12);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the reader was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no limit, 11: read_npy, 12: load_case";
 }
 
 // `pacts case judge` (load_results, observe_written, within_tolerance on a profile): results
@@ -1126,6 +1448,41 @@ TEST(JudgeProfile, ReadsAPerFormatFloorAndRefusesUnknownFormats) {
   j["eta_p_formats"] = {{"eta_p", -1}, {"kv_formats", {"fp16"}}};
   std::ofstream(path) << j.dump();
   EXPECT_FALSE(read_profile_file(path).is_ok());
+}
+
+// A profile nested deep where a string is expected, or with a key twice: refused naming the file.
+TEST(JudgeProfile, RefusesDeepNestingAndRepeatedKeys) {
+  TempDir dir;
+  const std::string path = dir / "p.json";
+  std::ofstream(path) << "{\"name\": " << nested(200000) << "}";
+  auto deep = read_profile_file(path);
+  ASSERT_FALSE(deep.is_ok());
+  EXPECT_NE(deep.status().message().find("p.json: name: arrays and objects nested deeper"),
+            std::string::npos)
+      << deep.status().message();
+  std::ofstream(path) << R"({"name": "a", "name": "b"})";
+  auto twice = read_profile_file(path);
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_NE(twice.status().message().find("p.json: name: duplicate key"), std::string::npos)
+      << twice.status().message();
+}
+
+// The mustpass manifest (spec/case_files.md §3.5) is read under the same rules.
+TEST(MustpassManifest, RefusesDeepNestingAndRepeatedKeys) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> manifests = {
+      {R"({"mustpass_version": 1, "spec_version": "pacts-spec-1", "cases": )" + nested(200000) + "}",
+       "manifest.json: cases: arrays and objects nested deeper than 64"},
+      {R"({"mustpass_version": 1, "mustpass_version": 1, "spec_version": "s", "cases": []})",
+       "manifest.json: mustpass_version: duplicate key"},
+  };
+  for (const auto& [text, expect] : manifests) {
+    std::ofstream(dir / "manifest.json") << text;
+    auto r = load_mustpass(dir.str());
+    ASSERT_FALSE(r.is_ok()) << expect;
+    EXPECT_EQ(r.status().code(), spec::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
 }
 
 }  // namespace

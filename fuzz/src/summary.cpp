@@ -92,6 +92,15 @@ class Reader {
     if (!v.is_array()) bad(key, v, "expected an array");
     return v;
   }
+  // A case file of the summary's own folder, "failures/NAME.json": merge copies it, and a path
+  // that left the folder would read and write files anywhere.
+  std::string case_file(const char* key) const {
+    const std::string s = str(key);
+    const std::string name = s.rfind("failures/", 0) == 0 ? s.substr(9) : "";
+    if (name.find('/') != std::string::npos || !name.ends_with(".json"))
+      bad(key, get(key), "expected \"failures/NAME.json\", a case file of the summary's folder");
+    return s;
+  }
   std::string path(const char* key) const { return where(key); }
 
  private:
@@ -220,7 +229,7 @@ FailureRecord failure_from(const Json& j, const std::string& path) {
   f.device = r.str("device");
   f.verdict = r.str("verdict");
   f.detail = r.str("detail");
-  f.case_file = r.str("case_file");
+  f.case_file = r.case_file("case_file");
   f.campaign_seed = r.seed("campaign_seed");
   f.shard = r.shard("shard");
   f.index = r.integer("index");

@@ -411,6 +411,58 @@ TEST(FuzzMerge, RefusesABadSummaryNamingTheKey) {
       << r.status().message();
 }
 
+// A summary nested 200,000 deep (at the root or under a key) or with a key written twice is
+// refused naming the file, exit 2: never a stack overflow, never the last key winning.
+TEST(FuzzMerge, RefusesDeepNestingAndRepeatedKeys) {
+  const fs::path root = fresh_dir("merge_hostile");
+  pf::Summary s;
+  s.campaigns.push_back({});
+  const std::string good = s.to_json().dump();
+  ASSERT_EQ(good.front(), '{');
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::vector<std::pair<std::string, std::string>> summaries = {
+      {deep, "the document: arrays and objects nested deeper than 64 levels"},
+      {"{\"pacts_fuzz_summary_version\": " + deep + ", " + good.substr(1),
+       "pacts_fuzz_summary_version: arrays and objects nested deeper than 64 levels"},
+      {"{\"complete\": false, " + good.substr(1), "complete: duplicate key"},
+  };
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const fs::path file = root / ("summary" + std::to_string(i) + ".json");
+    std::ofstream(file) << summaries[i].first;
+    const fs::path log = root / ("merge" + std::to_string(i) + ".log");
+    EXPECT_EQ(run_binary({"merge", (root / "merged").string(), file.string()}, log), 2);
+    EXPECT_NE(read_text(log).find(file.string() + ": " + summaries[i].second), std::string::npos)
+        << summaries[i].second;
+  }
+}
+
+// An input that cannot be examined (a loop of symbolic links) is refused naming it, exit 2 (it
+// was an uncaught filesystem_error); a failure whose case file lies outside its summary's folder
+// is refused (merge would copy it from and to anywhere).
+TEST(FuzzMerge, RefusesUnreadableInputsAndForeignCaseFiles) {
+  const fs::path root = fresh_dir("merge_unreadable");
+  fs::create_symlink("loop", root / "loop");
+  const fs::path log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", (root / "merged").string(), (root / "loop").string()}, log), 2);
+  EXPECT_NE(read_text(log).find((root / "loop").string() + ": cannot examine"), std::string::npos);
+  EXPECT_EQ(run_binary({"replay", (root / "loop").string()}, log), 2);
+
+  pf::Summary s;
+  s.campaigns.push_back({});
+  pf::FailureRecord f;
+  f.case_file = "failures/x.json";
+  s.failures.push_back(f);
+  nlohmann::json j = s.to_json();
+  for (const char* foreign : {"../outside.json", "failures/../../outside.json", "/tmp/x.json",
+                              "failures/x.txt"}) {
+    j["failures"][0]["case_file"] = foreign;
+    auto r = pf::summary_from_json(j);
+    ASSERT_FALSE(r.is_ok()) << foreign;
+    EXPECT_NE(r.status().message().find("failures[0].case_file"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 // SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
 // interrupted, and exits with 128 + SIGINT.
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {

@@ -23,7 +23,9 @@ struct CaseFile {
 };
 
 std::string to_json_text(const CaseFile& file);
-spec::Result<CaseFile> from_json_text(const std::string& text);  // InvalidArgument naming the key
+// InvalidArgument naming the key; OutOfRange when the buffers the shape describes exceed the
+// memory budget (spec/case_files.md §7).
+spec::Result<CaseFile> from_json_text(const std::string& text);
 spec::Status write_case_file(const std::string& path, const CaseFile& file);
 spec::Result<CaseFile> read_case_file(const std::string& path);
 

@@ -35,7 +35,9 @@ struct NpyArray {
 spec::Status write_npy(const std::string& path, const NpyArray& array);
 // Reads versions 1.0, 2.0 and 3.0 with the five dtypes above ('<u1' is read as '|u1'). Refuses,
 // naming the file, a bad magic or header, another dtype, big-endian data, Fortran order of more
-// than one dimension, and a data size that differs from the header's shape.
+// than one dimension, a shape beyond NumPy's limits (more than 64 dimensions, 2^63 bytes or
+// more), and a data size that differs from the header's shape; OutOfRange when the data does not
+// fit in memory (spec/case_files.md §7).
 spec::Result<NpyArray> read_npy(const std::string& path);
 
 // --- exchange directories ------------------------------------------------------------------
@@ -74,7 +76,9 @@ spec::Status dump_case(const CaseData& c, const std::string& dir,
 // InvalidArgument naming the file and the field: a missing or unknown key, a wrong value, a
 // missing file, a file the problem does not use, a wrong dtype, an element count other than the
 // one spec::required_extents gives, a q_scale / k_scale / v_scale file that disagrees with
-// problem.json. A problem the spec refuses keeps the validator's code.
+// problem.json. A problem the spec refuses keeps the validator's code. Sizes are checked before
+// any buffer is allocated (spec/case_files.md §7): buffers beyond the memory budget are
+// OutOfRange, and so is running out of memory.
 spec::Result<CaseData> load_case(const std::string& dir);
 
 // The results another tool wrote into the exchange directory `dir` for `c`, the case load_case

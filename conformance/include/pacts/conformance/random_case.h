@@ -53,6 +53,11 @@ struct Override {
 // Draws a random structure covering every format, scale mode, layout and option.
 CaseShape random_shape(uint64_t seed, int32_t max_context = 80);
 
+// The descriptor make_case builds for `shape` with `num_pages` pool pages and `max_pages_per_seq`
+// block-table columns (spec/case_files.md §3.1 step 3; q_exponent's q_scale is set later). A case
+// file's reader checks it, and the memory its buffers take, before make_case allocates them.
+pacts_problem shape_problem(const CaseShape& shape, int32_t num_pages, int32_t max_pages_per_seq);
+
 // Builds the problem and fills every row of every page (owned or not) and every query with data
 // of moderate magnitude, then applies the overrides (owned positions only). Unowned rows thus
 // hold ordinary data; poison them with poison_unowned. Physical pages are a random permutation.
