@@ -112,12 +112,7 @@ struct MergeWeights {
 // e^(m_z - top)); the binary64 roundings differ from it only in order (header: no bound term).
 // An empty partial is selected away (merge_uses false): its accumulator is never read or
 // multiplied, so a row whose partials are all empty stays (m -inf, l 0, acc 0).
-PACTS_HD inline bool merge_uses(double m, double l) {
-  // Mutant: every partial weighted, the empty one included (its weight e^(-inf - top) is 0, and
-  // 0 times its unwritten accumulator is read: spec/operator.md §10 says select it away).
-  if (PACTS_MUTANT(empty_partition_nan)) return true;
-  return !(l == 0.0 && m == -INFINITY);
-}
+PACTS_HD inline bool merge_uses(double m, double l) { return !(l == 0.0 && m == -INFINITY); }
 
 // `top` after one more non-empty partial with origin m (partition order).
 PACTS_HD inline float merge_top(float top, float m) {
@@ -126,10 +121,7 @@ PACTS_HD inline float merge_top(float top, float m) {
   return m > top ? m : top;
 }
 
-PACTS_HD inline double merge_weight(double m, double top) {
-  if (PACTS_MUTANT(empty_partition_nan)) return exp(m - shift_of(top));
-  return exp(shift_of(m) - shift_of(top));
-}
+PACTS_HD inline double merge_weight(double m, double top) { return exp(shift_of(m) - shift_of(top)); }
 
 // Merges `other` into `state` and returns how the accumulators combine:
 //   acc = (use_self ? acc * self : acc) + (use_other ? acc_other * other : 0).
