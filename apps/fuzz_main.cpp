@@ -3,7 +3,7 @@
 //   pacts-fuzz replay DIR|FILE [--backend NAME]
 //   pacts-fuzz merge OUT SUMMARY...
 // Exit status of run: 0 no failure, 1 a property failed, 2 usage or setup error, 128 + signal
-// when SIGINT / SIGTERM stopped it (the summary is written first).
+// when SIGINT / SIGTERM / SIGHUP stopped it (the summary is written first).
 #include "campaign.h"
 #include "commands.h"
 
@@ -34,6 +34,7 @@ void install_signal_handlers() {
   sa.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal: the summary is still written
 }
 
 uint64_t fresh_seed() {

@@ -417,7 +417,7 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   if (o.seconds > 0) budget = std::to_string(static_cast<int64_t>(o.seconds)) + " s";
   if (o.cases > 0) budget += (budget.empty() ? "" : " or ") + std::to_string(o.cases) + " cases";
   if (o.case_index) budget = "case " + std::to_string(*o.case_index);
-  if (budget.empty()) budget = "none (until SIGINT / SIGTERM)";
+  if (budget.empty()) budget = "none (until SIGINT / SIGTERM / SIGHUP)";
   std::string property_args;
   for (const std::string& n : o.properties)
     property_args += (property_args.empty() ? " --properties " : ",") + n;
@@ -456,7 +456,10 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
     lock.unlock();
     const double now = since(t0);
     if (const int sig = stop_signal().load(); sig != 0 && stop_reason.empty())
-      stop_reason = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal " + std::to_string(sig);
+      stop_reason = sig == SIGTERM  ? "SIGTERM"
+                    : sig == SIGINT ? "SIGINT"
+                    : sig == SIGHUP ? "SIGHUP"
+                                    : "signal " + std::to_string(sig);
     if (stop_reason.empty() && o.seconds > 0 && now >= o.seconds) stop_reason = "seconds";
     if (!stop_reason.empty()) sh.stop = true;
     if (show && (now - last_progress >= o.progress_interval_s || all_done)) {

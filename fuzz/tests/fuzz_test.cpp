@@ -463,11 +463,12 @@ TEST(FuzzMerge, RefusesUnreadableInputsAndForeignCaseFiles) {
   }
 }
 
-// SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
-// interrupted, and exits with 128 + SIGINT.
-TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
-  const fs::path out = fresh_dir("sigint");
-  const fs::path log = out.parent_path() / "sigint.log";
+// A signal mid-campaign (SIGINT: Ctrl-C; SIGTERM: a batch system's timeout; SIGHUP: a closed
+// terminal): the campaign stops cleanly, writes a complete summary that says it was interrupted,
+// and exits with 128 + the signal.
+void expect_signal_writes_the_summary(int sig, const std::string& name) {
+  const fs::path out = fresh_dir(name);
+  const fs::path log = out.parent_path() / (name + ".log");
   const pid_t pid = spawn({"run", "--backend", "host", "--jobs", "1", "--seed",
                            std::to_string(kSeed), "--progress", "--out", out.string()},
                           log);
@@ -482,13 +483,17 @@ TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
       running = running || (text[at + 8] >= '1' && text[at + 8] <= '9');
   }
   ASSERT_TRUE(running) << read_text(log);
-  ASSERT_EQ(kill(pid, SIGINT), 0);
-  EXPECT_EQ(wait_exit(pid), 128 + SIGINT) << read_text(log);
+  ASSERT_EQ(kill(pid, sig), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + sig) << read_text(log);
   const nlohmann::json s = read_json(out / "summary.json");
   expect_counts_add_up(s);
   EXPECT_TRUE(s["complete"].get<bool>());
   EXPECT_TRUE(s["campaigns"][0]["interrupted"].get<bool>());
-  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], name);
   EXPECT_GE(s["totals"]["cases"].get<int64_t>(), 1);
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
 }
+
+TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGINT, "SIGINT"); }
+
+TEST(FuzzSignal, SighupMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGHUP, "SIGHUP"); }
