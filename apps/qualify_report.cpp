@@ -160,7 +160,9 @@ json to_json(const Report& r) {
                    {"files", r.mustpass_files}};
   j["compile_checked_only"] = r.compile_only;
   j["notes"] = r.notes;
-  j["qualified"] = !mandatory_failure(r);
+  j["complete"] = r.interrupted.empty();
+  j["interrupted"] = r.interrupted.empty() ? json(nullptr) : json(r.interrupted);
+  j["qualified"] = r.interrupted.empty() && !mandatory_failure(r);
   j["self_checks"] = json::array();
   for (const CheckResult& c : r.self_checks)
     j["self_checks"].push_back({{"id", c.id}, {"name", c.name}, {"backend", c.backend},
@@ -201,8 +203,14 @@ std::string to_markdown(const Report& r) {
   std::ostringstream md;
   const bool failed = mandatory_failure(r);
   md << "# pacts qualification report\n\n";
-  md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
-     << "**\n\n";
+  if (!r.interrupted.empty())
+    md << "**Result: INTERRUPTED by " << r.interrupted
+       << ": not a complete run, not qualified** (the property in progress was abandoned and "
+          "those after it did not run" << (failed ? "; a Mandatory property had already failed" : "")
+       << ")\n\n";
+  else
+    md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
+       << "**\n\n";
   md << "| | |\n| --- | --- |\n";
   md << "| suite version | " << cell(r.suite_version) << " |\n";
   md << "| compiler | " << cell(r.compiler) << " (" << cell(r.build_type) << ") |\n";
@@ -319,6 +327,11 @@ std::string to_junit(const Report& r) {
     ++tests;
     failures += c.verdict == Verdict::kFail;
   }
+  // An interrupted run is one more failed test, so that no reader of the XML takes it as passed.
+  if (!r.interrupted.empty()) {
+    ++tests;
+    ++failures;
+  }
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"pacts-qualify\" tests=\"" << tests << "\" failures=\"" << failures
     << "\" skipped=\"" << skipped << "\">\n";
@@ -364,7 +377,14 @@ std::string to_junit(const Report& r) {
       x << "      <failure message=\"" << xml_escaped(c.detail) << "\" type=\"Fail\"/>\n";
     x << "    </testcase>\n";
   }
-  x << "  </testsuite>\n</testsuites>\n";
+  x << "  </testsuite>\n";
+  if (!r.interrupted.empty()) {
+    suite_open("run", 1, 1, 0);
+    x << "    <testcase classname=\"pacts.run\" name=\"complete run\" time=\"0\">\n"
+      << "      <failure message=\"interrupted by " << xml_escaped(r.interrupted)
+      << ": not a complete run\" type=\"Interrupted\"/>\n    </testcase>\n  </testsuite>\n";
+  }
+  x << "</testsuites>\n";
   return x.str();
 }
 

@@ -57,6 +57,9 @@ struct Report {
   std::vector<BackendSection> backends;
   std::vector<std::string> compile_only;  // e.g. "gfx942": compiled for, nothing ran
   std::vector<std::string> notes;         // backends that could not be opened, and why
+  // The signal that stopped the run ("SIGTERM"), "" for a complete run. An interrupted run is
+  // never qualified: the property in progress was abandoned and those after it did not run.
+  std::string interrupted;
 };
 
 // Fail > QualityWarning > Pass > NotSupported: the verdict of a row from its case counts

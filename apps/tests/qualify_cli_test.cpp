@@ -1,0 +1,129 @@
+// pacts-qualify as a program, run in a child process: what it does when it is stopped by a signal
+// (the report is still written, marked as interrupted, and the exit status says so).
+#include <nlohmann/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if !defined(PACTS_QUALIFY_EXE) || !defined(PACTS_TEST_OUT)
+#error "the build defines pacts-qualify's path and the output folder"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(PACTS_TEST_OUT) / "qualify_cli" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts pacts-qualify with `args`, its stdout and stderr going to `log`.
+pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
+  std::printf("spawn: %s", PACTS_QUALIFY_EXE);
+  for (const std::string& a : args) std::printf(" '%s'", a.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> argv{const_cast<char*>(PACTS_QUALIFY_EXE)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(PACTS_QUALIFY_EXE, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit status of a child (128 + signal if a signal ended it). A child still running after
+// the guard is killed and reported as -1: a hang fails the test instead of hanging ctest.
+int wait_exit(pid_t pid) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits until `log` holds `words` (a guard of 100 s keeps a broken binary from hanging the test;
+// it is no timing assertion).
+bool wait_for(const fs::path& log, const std::string& words) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_text(log).find(words) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A run far too long to end by itself (a million cases per property) stopped by `sig` once it
+// is qualifying the host backend: the report is written, says the run was interrupted by that
+// signal and is not qualified, and pacts-qualify exits with 128 + the signal.
+void expect_signal_writes_an_interrupted_report(int sig, const std::string& name) {
+  const fs::path out = fresh_dir(name);
+  const fs::path log = out.parent_path() / (name + ".log");
+  const pid_t pid = spawn({"--backend", "host", "--cases", "1000000", "--bench-sets", "none",
+                           "--out", out.string()},
+                          log);
+  ASSERT_TRUE(wait_for(log, "qualifying host")) << read_text(log);
+  ASSERT_EQ(kill(pid, sig), 0);
+  ASSERT_EQ(wait_exit(pid), 128 + sig) << read_text(log);
+  ASSERT_TRUE(fs::exists(out / "report.json")) << read_text(log);
+  const nlohmann::json j = nlohmann::json::parse(read_text(out / "report.json"));
+  EXPECT_FALSE(j["complete"].get<bool>());
+  EXPECT_EQ(j["interrupted"], name);
+  EXPECT_FALSE(j["qualified"].get<bool>());
+  ASSERT_EQ(j["backends"].size(), 1u);
+  // The property in progress was abandoned: no row claims a million cases.
+  for (const auto& row : j["backends"][0]["results"])
+    EXPECT_LT(row["generated"]["pass"].get<int64_t>(), 1000000) << row.dump();
+  EXPECT_NE(read_text(out / "report.md").find("**Result: INTERRUPTED by " + name + ": not a complete run"),
+            std::string::npos);
+  EXPECT_NE(read_text(out / "report.junit.xml").find("type=\"Interrupted\""), std::string::npos);
+  EXPECT_NE(read_text(log).find("INTERRUPTED by " + name), std::string::npos) << read_text(log);
+}
+
+TEST(QualifySignal, SigtermWritesAnInterruptedReport) {
+  expect_signal_writes_an_interrupted_report(SIGTERM, "SIGTERM");
+}
+
+TEST(QualifySignal, SigintWritesAnInterruptedReport) {
+  expect_signal_writes_an_interrupted_report(SIGINT, "SIGINT");
+}
+
+TEST(QualifySignal, SighupWritesAnInterruptedReport) {
+  expect_signal_writes_an_interrupted_report(SIGHUP, "SIGHUP");
+}
+
+}  // namespace
