@@ -8,6 +8,7 @@
 #include "commands.h"
 
 #include <pacts/backends/register.h>
+#include <pacts/conformance/out_dir.h>
 
 #include <CLI/CLI.hpp>
 
@@ -168,6 +169,13 @@ int main(int argc, char** argv) {
   }
   if (o.shrink_limits.max_steps < 0 || o.shrink_limits.max_tries < 0) {
     std::fprintf(stderr, "pacts-fuzz: --shrink-steps / --shrink-tries: expected integers >= 0\n");
+    return pf::kExitUsage;
+  }
+
+  // One campaign per folder: a second one on the same --out is refused while this one runs.
+  auto claimed = pacts::conformance::claim_out_dir(o.out_dir, "--out", {});
+  if (!claimed) {
+    std::fprintf(stderr, "pacts-fuzz: %s\n", claimed.status().message().c_str());
     return pf::kExitUsage;
   }
 

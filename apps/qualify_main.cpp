@@ -13,6 +13,7 @@
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
 #include <pacts/conformance/mustpass.h>
+#include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
@@ -358,7 +359,7 @@ int main(int argc, char** argv) {
   report.started_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   report.seed = settings.run.seed;
   report.cases_per_property = settings.run.cases;
-  if (out_dir.empty()) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
+  if (app.get_option("--out")->count() == 0) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
   if (settings.run.case_dir.empty())
     settings.run.case_dir = (std::filesystem::path(out_dir) / "failures").string();
   for (const std::string& id : settings.only)
@@ -366,6 +367,13 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "pacts-qualify: --property %s: not in this build's catalogue\n", id.c_str());
       return kExitUsage;
     }
+
+  // One run per folder: a second run on the same --out is refused while this one runs.
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {});
+  if (!claimed) {
+    std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
+    return kExitUsage;
+  }
 
   auto mustpass = pc::load_mustpass(mustpass_dir);
   if (!mustpass) {

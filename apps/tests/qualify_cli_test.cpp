@@ -1,5 +1,6 @@
 // pacts-qualify as a program, run in a child process: what it does when it is stopped by a signal
-// (the report is still written, marked as interrupted, and the exit status says so).
+// (the report is still written, marked as interrupted, and the exit status says so), and when a
+// second run is started on the folder of a run in progress (refused).
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -46,6 +47,8 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
   for (const std::string& a : args) std::printf(" '%s'", a.c_str());
   std::printf("\n");
   std::fflush(stdout);
+  // Created here, empty, before the child starts: a waiter must never read an earlier run's log.
+  std::ofstream{log, std::ios::trunc};
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -124,6 +127,41 @@ TEST(QualifySignal, SigintWritesAnInterruptedReport) {
 
 TEST(QualifySignal, SighupWritesAnInterruptedReport) {
   expect_signal_writes_an_interrupted_report(SIGHUP, "SIGHUP");
+}
+
+int run_to_end(const std::vector<std::string>& args, const fs::path& log) {
+  const int rc = wait_exit(spawn(args, log));
+  std::printf("exit %d; output:\n%s\n", rc, read_text(log).c_str());
+  return rc;
+}
+
+// A second run on the --out of a run in progress is refused (exit 2) naming the folder, before it
+// writes anything there; once the first has ended, the folder can be used again.
+TEST(QualifyOutDir, ASecondRunOnTheSameFolderIsRefused) {
+  const fs::path out = fresh_dir("locked");
+  const fs::path log = out.parent_path() / "locked-first.log";
+  const pid_t first = spawn({"--backend", "host", "--cases", "1000000", "--bench-sets", "none",
+                             "--out", out.string()},
+                            log);
+  ASSERT_TRUE(wait_for(log, "qualifying host")) << read_text(log);
+  const fs::path second_log = out.parent_path() / "locked-second.log";
+  EXPECT_EQ(run_to_end({"--backend", "reference", "--property", "PACTS-ACC-1", "--cases", "2",
+                        "--out", out.string()},
+                       second_log),
+            2);
+  const std::string refusal = read_text(second_log);
+  EXPECT_NE(refusal.find("--out '" + out.string() + "': another pacts run is writing into this folder (process " +
+                         std::to_string(first) + ")"),
+            std::string::npos)
+      << refusal;
+  ASSERT_EQ(kill(first, SIGTERM), 0);
+  ASSERT_EQ(wait_exit(first), 128 + SIGTERM) << read_text(log);
+  const nlohmann::json j = nlohmann::json::parse(read_text(out / "report.json"));
+  EXPECT_EQ(j["interrupted"], "SIGTERM");  // the first run's report, not the refused one's
+  EXPECT_EQ(run_to_end({"--backend", "reference", "--property", "PACTS-ACC-1", "--cases", "2",
+                        "--bench-sets", "none", "--out", out.string()},
+                       second_log),
+            0);
 }
 
 }  // namespace

@@ -67,6 +67,8 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
   std::printf("spawn: %s", PACTS_FUZZ_BINARY);
   for (const std::string& a : args) std::printf(" %s", a.c_str());
   std::printf("\n");
+  // Created here, empty, before the child starts: a waiter must never read an earlier run's log.
+  std::ofstream{log, std::ios::trunc};
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -492,6 +494,32 @@ void expect_signal_writes_the_summary(int sig, const std::string& name) {
   EXPECT_EQ(s["campaigns"][0]["stop_reason"], name);
   EXPECT_GE(s["totals"]["cases"].get<int64_t>(), 1);
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
+}
+
+// A second campaign on the --out of a campaign in progress is refused (exit 2) naming the folder;
+// the first one's summary is its own.
+TEST(FuzzOutDir, ASecondCampaignOnTheSameFolderIsRefused) {
+  const fs::path out = fresh_dir("locked");
+  const fs::path log = out.parent_path() / "locked-first.log";
+  const pid_t first = spawn({"run", "--backend", "host", "--jobs", "1", "--seed", std::to_string(kSeed),
+                             "--progress", "--out", out.string()},
+                            log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  while (read_text(log).find("] cases ") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const fs::path second_log = out.parent_path() / "locked-second.log";
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "3", "--out", out.string()},
+                       second_log),
+            2);
+  EXPECT_NE(read_text(second_log).find("--out '" + out.string() + "': another pacts run is writing into this folder"),
+            std::string::npos);
+  ASSERT_EQ(kill(first, SIGINT), 0);
+  EXPECT_EQ(wait_exit(first), 128 + SIGINT) << read_text(log);
+  const nlohmann::json s = read_json(out / "summary.json");
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "3", "--out", out.string()},
+                       second_log),
+            0);
 }
 
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGINT, "SIGINT"); }
