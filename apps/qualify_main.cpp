@@ -12,6 +12,7 @@
 #include <pacts/backends/plugin.h>
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
+#include <pacts/conformance/command_line.h>
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
@@ -314,7 +315,9 @@ int main(int argc, char** argv) {
   settings.run.cases = 40;
   std::string out_dir, json_path, mustpass_dir = PACTS_MUSTPASS_DIR;
   std::vector<std::string> backends, libraries;
-  app.add_option("--seed", settings.run.seed, "seed of every randomized check (printed; fixed by default)");
+  std::string seed_text;
+  app.add_option("--seed", seed_text,
+                 "seed of every randomized check, 0 to 2^64-1 (printed; fixed by default)");
   app.add_option("--cases", settings.run.cases, "generated cases per property")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--backend", backends,
@@ -339,6 +342,14 @@ int main(int argc, char** argv) {
   app.add_flag("--bench-unsafe", settings.bench_unsafe,
                "also time the unsafe build beside each shape (the cost of safety)");
   CLI11_PARSE(app, argc, argv);
+  if (app.get_option("--seed")->count() > 0) {
+    auto seed = pc::parse_seed_option("--seed", seed_text);
+    if (!seed) {
+      std::fprintf(stderr, "pacts-qualify: %s\n", seed.status().message().c_str());
+      return kExitUsage;
+    }
+    settings.run.seed = seed.value();
+  }
   settings.bench_sets.clear();
   if (bench_sets != "none") {
     std::stringstream list(bench_sets);

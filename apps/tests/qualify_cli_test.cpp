@@ -164,4 +164,28 @@ TEST(QualifyOutDir, ASecondRunOnTheSameFolderIsRefused) {
             0);
 }
 
+// A seed above 2^64-1 (was clamped: another run than the one asked for) and an empty --out (the
+// working directory was written): refused with exit 2 naming the option, the value and what is
+// accepted, before anything runs.
+TEST(QualifyOptions, RefusesValuesNamingTheOptionAndWhatIsAccepted) {
+  const fs::path out = fresh_dir("options");
+  const fs::path log = out.parent_path() / "options.log";
+  const auto refused = [&](const std::vector<std::string>& args, const std::string& words) {
+    EXPECT_EQ(run_to_end(args, log), 2) << words;
+    EXPECT_NE(read_text(log).find(words), std::string::npos) << read_text(log);
+    EXPECT_FALSE(fs::exists(out / "report.json")) << words;
+  };
+  refused({"--backend", "reference", "--seed", "18446744073709551616", "--out", out.string()},
+          "--seed '18446744073709551616': above 2^64-1; accepted: a decimal integer from 0 to "
+          "18446744073709551615");
+  refused({"--backend", "reference", "--seed", "-1", "--out", out.string()},
+          "--seed '-1': accepted: a decimal integer from 0 to 18446744073709551615");
+  refused({"--backend", "reference", "--out", ""}, "--out '': accepted: the path of a folder");
+  EXPECT_EQ(run_to_end({"--backend", "reference", "--property", "PACTS-ACC-1", "--cases", "2",
+                        "--bench-sets", "none", "--seed", "18446744073709551615", "--out", out.string()},
+                       log),
+            0);
+  EXPECT_EQ(nlohmann::json::parse(read_text(out / "report.json"))["seed"], "18446744073709551615");
+}
+
 }  // namespace

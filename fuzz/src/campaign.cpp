@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -146,6 +147,29 @@ std::string failure_signature(const std::string& property, const std::string& ba
   return hex;
 }
 
+spec::Status check_options(const CampaignOptions& o) {
+  const auto refuse = [&](const char* option, double value, const char* accepted) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", value);
+    return spec::invalid_argument(std::string(option) + " " + text + ": " + accepted);
+  };
+  // NaN compares false with everything: written so that it fails each check.
+  if (!(std::isfinite(o.seconds) && o.seconds >= 0))
+    return refuse("--seconds", o.seconds, "accepted: a finite number of seconds >= 0 (0: no limit)");
+  if (o.cases < 0)
+    return refuse("--cases", static_cast<double>(o.cases), "accepted: an integer >= 0 (0: no limit)");
+  if (o.case_index && *o.case_index < 0)
+    return refuse("--case-index", static_cast<double>(*o.case_index),
+                  "accepted: an integer >= 0, the index of a case of the shard");
+  if (!(std::isfinite(o.progress_interval_s) && o.progress_interval_s >= 1))
+    return refuse("--progress-interval", o.progress_interval_s, "accepted: a finite number of seconds >= 1");
+  if (!(std::isfinite(o.checkpoint_interval_s) && o.checkpoint_interval_s >= 0))
+    return refuse("--checkpoint-interval", o.checkpoint_interval_s,
+                  "accepted: a finite number of seconds >= 0 (0: only at the end)");
+  if (o.out_dir.empty()) return spec::invalid_argument("--out '': accepted: the path of a folder");
+  return spec::Status::ok();
+}
+
 CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   CampaignOutcome result;
   auto selected = select_properties(o.properties);
@@ -154,22 +178,10 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
     return result;
   }
   const std::vector<const pc::Property*> props = selected.value();
-  const auto refuse = [&](const char* option, double value, const char* accepted) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%g", value);
-    result.status = spec::invalid_argument(std::string(option) + " " + text + ": " + accepted);
+  if (spec::Status s = check_options(o); !s) {
+    result.status = s;
     return result;
-  };
-  if (o.seconds < 0) return refuse("--seconds", o.seconds, "expected a number >= 0 (0: no limit)");
-  if (o.cases < 0)
-    return refuse("--cases", static_cast<double>(o.cases), "expected an integer >= 0 (0: no limit)");
-  if (o.case_index && *o.case_index < 0)
-    return refuse("--case-index", static_cast<double>(*o.case_index), "expected an integer >= 0");
-  if (o.progress_interval_s < 1)
-    return refuse("--progress-interval", o.progress_interval_s, "expected at least 1 (seconds)");
-  if (o.checkpoint_interval_s < 0)
-    return refuse("--checkpoint-interval", o.checkpoint_interval_s,
-                  "expected a number >= 0 (0: only at the end)");
+  }
   auto plans = plan_workers(o.workers);
   if (!plans) {
     result.status = plans.status();

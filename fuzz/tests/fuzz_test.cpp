@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -494,6 +495,39 @@ void expect_signal_writes_the_summary(int sig, const std::string& name) {
   EXPECT_EQ(s["campaigns"][0]["stop_reason"], name);
   EXPECT_GE(s["totals"]["cases"].get<int64_t>(), 1);
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
+}
+
+// Values that started campaigns without end (a negative --case-index was taken as "none", NaN
+// seconds never compare) or another campaign than the one asked for (a seed above 2^64-1 was
+// clamped), and an empty --out (the working directory was written): each refused with exit 2, a
+// message naming the option, the value and what is accepted, and nothing written.
+TEST(FuzzOptions, RefusesValuesNamingTheOptionAndWhatIsAccepted) {
+  const fs::path out = fresh_dir("options");
+  fs::remove_all(out);
+  const fs::path log = out.parent_path() / "options.log";
+  const auto refused = [&](std::vector<std::string> args, const std::string& words) {
+    args.insert(args.begin(), {"run", "--backend", "host", "--jobs", "1", "--cases", "2"});
+    if (std::find(args.begin(), args.end(), "--out") == args.end()) args.insert(args.end(), {"--out", out.string()});
+    EXPECT_EQ(run_binary(args, log), 2) << words;
+    EXPECT_NE(read_text(log).find(words), std::string::npos) << read_text(log);
+    EXPECT_FALSE(fs::exists(out)) << words;
+  };
+  refused({"--case-index", "-5"}, "--case-index -5: accepted: an integer >= 0");
+  refused({"--seconds", "nan"}, "--seconds nan: accepted: a finite number of seconds >= 0");
+  refused({"--seconds", "inf"}, "--seconds inf: accepted: a finite number of seconds >= 0");
+  refused({"--seconds", "-1"}, "--seconds -1: accepted: a finite number of seconds >= 0");
+  refused({"--progress-interval", "nan"}, "--progress-interval nan: accepted: a finite number of seconds >= 1");
+  refused({"--seed", "18446744073709551616"},
+          "--seed '18446744073709551616': above 2^64-1; accepted: a decimal integer from 0 to 18446744073709551615");
+  refused({"--seed", "-1"}, "--seed '-1': accepted: a decimal integer from 0 to 18446744073709551615");
+  refused({"--seed", "12abc"}, "--seed '12abc': accepted: a decimal integer");
+  refused({"--out", ""}, "--out '': accepted: the path of a folder");
+  // The largest seed is a seed.
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "2", "--seed",
+                        "18446744073709551615", "--out", out.string()},
+                       log),
+            0);
+  EXPECT_EQ(read_json(out / "summary.json")["campaigns"][0]["seed"], "18446744073709551615");
 }
 
 // A second campaign on the --out of a campaign in progress is refused (exit 2) naming the folder;
