@@ -187,12 +187,18 @@ int main(int argc, char** argv) {
   }
   if (const pacts::spec::Status s = pf::check_options(o); !s) return usage(s.message());
 
-  // One campaign per folder: a second one on the same --out is refused while this one runs.
-  auto claimed = pacts::conformance::claim_out_dir(o.out_dir, "--out", {});
+  // One campaign per folder: a second one on the same --out is refused while this one runs, and an
+  // earlier campaign's summary and failures are moved aside (never merged or replayed as this
+  // one's).
+  auto claimed = pacts::conformance::claim_out_dir(o.out_dir, "--out",
+                                                   {"summary.json", "junit.xml", "failures.jsonl", "failures"});
   if (!claimed) {
     std::fprintf(stderr, "pacts-fuzz: %s\n", claimed.status().message().c_str());
     return pf::kExitUsage;
   }
+  if (!claimed.value().previous().empty())
+    std::printf("the previous campaign's files in %s were moved to %s\n", o.out_dir.c_str(),
+                claimed.value().previous().c_str());
 
   install_signal_handlers();
   pf::CampaignOutcome r = pf::run_campaign(o, stdout);

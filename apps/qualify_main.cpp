@@ -379,12 +379,16 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
 
-  // One run per folder: a second run on the same --out is refused while this one runs.
-  auto claimed = pc::claim_out_dir(out_dir, "--out", {});
+  // One run per folder: a second run on the same --out is refused while this one runs, and an
+  // earlier run's report and failing cases are moved aside (never read beside this run's).
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "failures"});
   if (!claimed) {
     std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
     return kExitUsage;
   }
+  if (!claimed.value().previous().empty())
+    std::printf("the previous run's report and failing cases in %s were moved to %s\n", out_dir.c_str(),
+                claimed.value().previous().c_str());
 
   auto mustpass = pc::load_mustpass(mustpass_dir);
   if (!mustpass) {
@@ -474,10 +478,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << rpt::to_json(report).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "pacts-qualify: cannot write %s\n", json_path.c_str());
+    if (auto s = pc::write_files_atomically({{json_path, rpt::to_json(report).dump(2) + "\n"}}); !s) {
+      std::fprintf(stderr, "pacts-qualify: --json: %s\n", s.message().c_str());
       return kExitUsage;
     }
   }

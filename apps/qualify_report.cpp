@@ -1,5 +1,7 @@
 #include "qualify_report.h"
 
+#include <pacts/conformance/out_dir.h>
+
 #include <pacts/spec/formats.h>
 
 #include <algorithm>
@@ -393,17 +395,14 @@ spec::Status write_report(const Report& report, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return spec::invalid_argument("--out " + dir + ": cannot create the directory: " + ec.message());
-  const std::pair<const char*, std::string> files[] = {
-      {"report.md", to_markdown(report)},
-      {"report.json", to_json(report).dump(2) + "\n"},
-      {"report.junit.xml", to_junit(report)}};
-  for (const auto& [name, text] : files) {
-    const fs::path path = fs::path(dir) / name;
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) return spec::invalid_argument("--out " + dir + ": cannot write " + path.string());
-  }
+  // All three or none (a report.md cut short on a full disk read "NOT QUALIFIED" beside a
+  // report.json of another run that said qualified).
+  const fs::path d(dir);
+  if (spec::Status s = write_files_atomically({{(d / "report.md").string(), to_markdown(report)},
+                                               {(d / "report.json").string(), to_json(report).dump(2) + "\n"},
+                                               {(d / "report.junit.xml").string(), to_junit(report)}});
+      !s)
+    return spec::invalid_argument("--out " + dir + ": the report was not written: " + s.message());
   return spec::Status::ok();
 }
 

@@ -73,7 +73,8 @@ nlohmann::json to_json(const Report& report);
 std::string to_markdown(const Report& report);
 std::string to_junit(const Report& report);
 
-// Writes report.md, report.json and report.junit.xml into `dir` (created if needed).
+// Writes report.md, report.json and report.junit.xml into `dir` (created if needed), all three
+// or none (conformance/out_dir.h): a failed write leaves no file cut short.
 spec::Status write_report(const Report& report, const std::string& dir);
 
 }  // namespace pacts::conformance::report

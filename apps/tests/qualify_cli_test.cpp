@@ -1,15 +1,18 @@
 // pacts-qualify as a program, run in a child process: what it does when it is stopped by a signal
 // (the report is still written, marked as interrupted, and the exit status says so), and when a
-// second run is started on the folder of a run in progress (refused).
+// second run is started on the folder of a run in progress (refused), or on the folder of an
+// earlier run (whose files are moved aside), and when its report cannot be written whole.
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,8 +44,10 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// Starts pacts-qualify with `args`, its stdout and stderr going to `log`.
-pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
+// Starts pacts-qualify with `args`, its stdout and stderr going to `log`. With `max_file_bytes`,
+// no file it writes may grow beyond that many bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a write past
+// it fails with EFBIG, as on a full disk).
+pid_t spawn(const std::vector<std::string>& args, const fs::path& log, long max_file_bytes = -1) {
   std::printf("spawn: %s", PACTS_QUALIFY_EXE);
   for (const std::string& a : args) std::printf(" '%s'", a.c_str());
   std::printf("\n");
@@ -54,6 +59,11 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
+    if (max_file_bytes >= 0) {
+      signal(SIGXFSZ, SIG_IGN);
+      const rlimit limit{static_cast<rlim_t>(max_file_bytes), static_cast<rlim_t>(max_file_bytes)};
+      if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
+    }
     std::vector<char*> argv{const_cast<char*>(PACTS_QUALIFY_EXE)};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -129,8 +139,8 @@ TEST(QualifySignal, SighupWritesAnInterruptedReport) {
   expect_signal_writes_an_interrupted_report(SIGHUP, "SIGHUP");
 }
 
-int run_to_end(const std::vector<std::string>& args, const fs::path& log) {
-  const int rc = wait_exit(spawn(args, log));
+int run_to_end(const std::vector<std::string>& args, const fs::path& log, long max_file_bytes = -1) {
+  const int rc = wait_exit(spawn(args, log, max_file_bytes));
   std::printf("exit %d; output:\n%s\n", rc, read_text(log).c_str());
   return rc;
 }
@@ -186,6 +196,63 @@ TEST(QualifyOptions, RefusesValuesNamingTheOptionAndWhatIsAccepted) {
                        log),
             0);
   EXPECT_EQ(nlohmann::json::parse(read_text(out / "report.json"))["seed"], "18446744073709551615");
+}
+
+// The folders previous-* that a run made in `out` for an earlier run's files.
+std::vector<fs::path> previous_runs(const fs::path& out) {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("previous-", 0) == 0) found.push_back(e.path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// A reused --out: the earlier run's report and failing cases are moved, together, into
+// previous-*/, so that the new report never stands beside failure files it did not find (a
+// failing run, then a passing one, left the first run's case files beside "qualified").
+TEST(QualifyOutDir, AnEarlierRunsReportAndFailuresAreMovedAside) {
+  const fs::path out = fresh_dir("reused");
+  const fs::path log = out.parent_path() / "reused.log";
+  ASSERT_EQ(run_to_end({"--backend", "host+v_tail_leak", "--property", "PACTS-POISON-1", "--cases", "8",
+                        "--bench-sets", "none", "--out", out.string()},
+                       log),
+            1);
+  ASSERT_TRUE(fs::exists(out / "failures")) << read_text(log);
+  ASSERT_FALSE(fs::is_empty(out / "failures"));
+  ASSERT_EQ(run_to_end({"--backend", "reference", "--property", "PACTS-ACC-1", "--cases", "2",
+                        "--bench-sets", "none", "--out", out.string()},
+                       log),
+            0);
+  EXPECT_FALSE(fs::exists(out / "failures"));
+  EXPECT_TRUE(nlohmann::json::parse(read_text(out / "report.json"))["qualified"].get<bool>());
+  const std::vector<fs::path> previous = previous_runs(out);
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_NE(read_text(log).find("were moved to " + previous[0].string()), std::string::npos) << read_text(log);
+  EXPECT_FALSE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
+  EXPECT_TRUE(fs::exists(previous[0] / "report.md"));
+  EXPECT_FALSE(fs::is_empty(previous[0] / "failures"));
+}
+
+// A report that cannot be written whole (here no file may pass 3,000 bytes: report.md fits,
+// report.json does not) is written not at all: no report file cut short, no temporary file left,
+// exit 2 naming the file; the earlier run's report is whole in previous-*/.
+TEST(QualifyReportWrite, AFailedWriteLeavesNoReportCutShort) {
+  const fs::path out = fresh_dir("full");
+  const fs::path log = out.parent_path() / "full.log";
+  const std::vector<std::string> args = {"--backend", "reference", "--property", "PACTS-ACC-1",
+                                         "--cases", "2", "--bench-sets", "none", "--out", out.string()};
+  ASSERT_EQ(run_to_end(args, log), 0);
+  ASSERT_GT(fs::file_size(out / "report.json"), 3000u);  // else the limit below tests nothing
+  ASSERT_LT(fs::file_size(out / "report.md"), 3000u);
+  EXPECT_EQ(run_to_end(args, log, 3000), 2);
+  EXPECT_NE(read_text(log).find("report.json: not written"), std::string::npos) << read_text(log);
+  for (const char* name : {"report.md", "report.json", "report.junit.xml"})
+    EXPECT_FALSE(fs::exists(out / name)) << name;
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  const std::vector<fs::path> previous = previous_runs(out);
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_TRUE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
 }
 
 }  // namespace

@@ -531,7 +531,8 @@ TEST(FuzzOptions, RefusesValuesNamingTheOptionAndWhatIsAccepted) {
 }
 
 // A second campaign on the --out of a campaign in progress is refused (exit 2) naming the folder;
-// the first one's summary is its own.
+// the first one's summary is its own. Once it has ended, a new campaign there moves its files
+// aside.
 TEST(FuzzOutDir, ASecondCampaignOnTheSameFolderIsRefused) {
   const fs::path out = fresh_dir("locked");
   const fs::path log = out.parent_path() / "locked-first.log";
@@ -554,6 +555,16 @@ TEST(FuzzOutDir, ASecondCampaignOnTheSameFolderIsRefused) {
   EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "3", "--out", out.string()},
                        second_log),
             0);
+  // The folder reused once the first campaign ended: its files were moved into previous-*/, the
+  // summary in the folder is the new campaign's.
+  EXPECT_EQ(read_json(out / "summary.json")["campaigns"][0]["stop_reason"], "cases");
+  std::vector<fs::path> previous;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("previous-", 0) == 0) previous.push_back(e.path());
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_EQ(read_json(previous[0] / "summary.json")["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_TRUE(fs::exists(previous[0] / "failures"));
+  EXPECT_NE(read_text(second_log).find("were moved to " + previous[0].string()), std::string::npos);
 }
 
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGINT, "SIGINT"); }
