@@ -9,7 +9,6 @@
 
 #include <pacts/backends/register.h>
 #include <pacts/conformance/command_line.h>
-#include <pacts/conformance/out_dir.h>
 
 #include <CLI/CLI.hpp>
 
@@ -162,7 +161,7 @@ int main(int argc, char** argv) {
   }
   o.shard = parsed_shard.value();
   // A seed above 2^64-1 is refused, not clamped (it would be another campaign than the one
-  // asked for); the other options are checked by check_options before --out is touched.
+  // asked for); run_campaign checks the other options before it touches --out.
   const auto usage = [](const std::string& message) {
     std::fprintf(stderr, "pacts-fuzz: %s\n", message.c_str());
     return pf::kExitUsage;
@@ -185,20 +184,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pacts-fuzz: --shrink-steps / --shrink-tries: expected integers >= 0\n");
     return pf::kExitUsage;
   }
-  if (const pacts::spec::Status s = pf::check_options(o); !s) return usage(s.message());
-
-  // One campaign per folder: a second one on the same --out is refused while this one runs, and an
-  // earlier campaign's summary and failures are moved aside (never merged or replayed as this
-  // one's).
-  auto claimed = pacts::conformance::claim_out_dir(o.out_dir, "--out",
-                                                   {"summary.json", "junit.xml", "failures.jsonl", "failures"});
-  if (!claimed) {
-    std::fprintf(stderr, "pacts-fuzz: %s\n", claimed.status().message().c_str());
-    return pf::kExitUsage;
-  }
-  if (!claimed.value().previous().empty())
-    std::printf("the previous campaign's files in %s were moved to %s\n", o.out_dir.c_str(),
-                claimed.value().previous().c_str());
 
   install_signal_handlers();
   pf::CampaignOutcome r = pf::run_campaign(o, stdout);

@@ -80,6 +80,7 @@ std::string signal_name(int sig) {
     default: return "signal " + std::to_string(sig);
   }
 }
+
 constexpr int kMaxGpus = 64;
 
 // The device targets whose code is compile-checked only (ci/gpu_compile.sh: AMD gfx942 and gfx950
@@ -201,7 +202,7 @@ void add(rpt::Counts& counts, pc::Verdict v) {
 // signal came before it ended (abandoned: what it saw may be the signal's doing, a child killed
 // with pacts' process group reads as a crash).
 std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Backend& backend,
-                                  pc::Backend& reference, const Settings& settings) {
+                                                 pc::Backend& reference, const Settings& settings) {
   rpt::PropertyRow row;
   row.id = p.id;
   row.name = p.name;
@@ -379,17 +380,6 @@ int main(int argc, char** argv) {
       return kExitUsage;
     }
 
-  // One run per folder: a second run on the same --out is refused while this one runs, and an
-  // earlier run's report and failing cases are moved aside (never read beside this run's).
-  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "failures"});
-  if (!claimed) {
-    std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
-    return kExitUsage;
-  }
-  if (!claimed.value().previous().empty())
-    std::printf("the previous run's report and failing cases in %s were moved to %s\n", out_dir.c_str(),
-                claimed.value().previous().c_str());
-
   auto mustpass = pc::load_mustpass(mustpass_dir);
   if (!mustpass) {
     std::fprintf(stderr, "pacts-qualify: %s\n", mustpass.status().message().c_str());
@@ -450,6 +440,18 @@ int main(int argc, char** argv) {
     }
     opened.push_back({std::move(plugin).value(), std::string()});
   }
+
+  // One run per folder, claimed once every option and backend was accepted (a refused command
+  // touches nothing): a second run on the same --out is refused while this one runs, and an
+  // earlier run's report and failing cases are moved aside (never read beside this run's).
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "failures"});
+  if (!claimed) {
+    std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
+    return kExitUsage;
+  }
+  if (!claimed.value().previous().empty())
+    std::printf("the previous run's report and failing cases in %s were moved to %s\n", out_dir.c_str(),
+                claimed.value().previous().c_str());
 
   std::printf("pacts-qualify %s: backends", report.suite_version.c_str());
   for (const Opened& o : opened) std::printf(" %s", o.backend->name().c_str());

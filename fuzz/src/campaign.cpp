@@ -1,6 +1,7 @@
 #include "campaign.h"
 
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/runner.h>
 
 #include <algorithm>
@@ -189,6 +190,18 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   }
   std::vector<WorkerPlan> workers = plans.value();
   if (o.case_index) workers.resize(1);  // one case: one worker
+
+  // One campaign per folder, claimed once everything above was accepted (a refused command
+  // touches nothing): a second campaign on the same --out is refused while this one runs, and an
+  // earlier campaign's files are moved aside (never merged or replayed as this one's).
+  auto claimed = pc::claim_out_dir(o.out_dir, "--out", {"summary.json", "junit.xml", "failures.jsonl", "failures"});
+  if (!claimed) {
+    result.status = claimed.status();
+    return result;
+  }
+  if (!claimed.value().previous().empty() && log != nullptr)
+    std::fprintf(log, "the previous campaign's files in %s were moved to %s\n", o.out_dir.c_str(),
+                 claimed.value().previous().c_str());
 
   std::error_code ec;
   const std::filesystem::path out(o.out_dir), failures_dir = out / "failures";
