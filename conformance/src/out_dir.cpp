@@ -102,11 +102,10 @@ spec::Result<OutDir> claim_out_dir(const std::string& dir, const std::string& op
                                     "pass another --out)");
     return spec::invalid_argument(who + ": cannot lock " + lock + ": " + std::strerror(error));
   }
-  // Who holds the lock, for the message of a run refused beside it.
+  // Who holds the lock, for the message of a run refused beside it (which, should this write
+  // fail, only lacks the process id).
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(out.fd_, 0) != 0 || ::pwrite(out.fd_, pid.data(), pid.size(), 0) < 0) {
-    // Only the message of a refused run would lack the process id.
-  }
+  if (::ftruncate(out.fd_, 0) == 0) (void)!::pwrite(out.fd_, pid.data(), pid.size(), 0);
   std::vector<fs::path> earlier;
   for (const std::string& name : run_files)
     if (fs::path p = fs::path(dir) / name; fs::symlink_status(p, ec).type() != fs::file_type::not_found)
