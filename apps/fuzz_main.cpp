@@ -3,11 +3,12 @@
 //   pacts-fuzz replay DIR|FILE [--backend NAME]
 //   pacts-fuzz merge OUT SUMMARY...
 // Exit status of run: 0 no failure, 1 a property failed, 2 usage or setup error, 128 + signal
-// when SIGINT / SIGTERM stopped it (the summary is written first).
+// when SIGINT / SIGTERM / SIGHUP stopped it (the summary is written first).
 #include "campaign.h"
 #include "commands.h"
 
 #include <pacts/backends/register.h>
+#include <pacts/conformance/command_line.h>
 
 #include <CLI/CLI.hpp>
 
@@ -34,6 +35,7 @@ void install_signal_handlers() {
   sa.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // a closed terminal: the summary is still written
 }
 
 uint64_t fresh_seed() {
@@ -104,14 +106,14 @@ int main(int argc, char** argv) {
 
   pf::CampaignOptions o;
   std::string shard = "0/1", properties;
-  uint64_t seed = 0;
+  std::string seed_text;
   bool no_shrink = false;
   int64_t case_index = -1;
   CLI::App* run = app.add_subcommand("run", "a campaign (the default subcommand)");
   run->add_option("--seconds", o.seconds, "time budget in seconds (0: none)");
   run->add_option("--cases", o.cases, "case budget of this shard (0: none)");
   run->add_option("--out", o.out_dir, "output directory (summary.json, junit.xml, failures/)");
-  auto* seed_opt = run->add_option("--seed", seed, "campaign seed (default: fresh, printed)");
+  auto* seed_opt = run->add_option("--seed", seed_text, "campaign seed, 0 to 2^64-1 (default: fresh, printed)");
   run->add_option("--shard", shard, "K/N: this shard's part of the campaign (default 0/1)");
   run->add_option("--properties", properties,
                   "comma-separated property IDs or families (ACC, POISON, ...); default all");
@@ -125,7 +127,8 @@ int main(int argc, char** argv) {
   run->add_flag("--no-shrink", no_shrink, "save failing cases as generated");
   run->add_option("--shrink-steps", o.shrink_limits.max_steps, "accepted shrinks per failure");
   run->add_option("--shrink-tries", o.shrink_limits.max_tries, "shrink candidates per failure");
-  run->add_option("--case-index", case_index, "run only case I of the shard (regenerates a case)");
+  auto* case_index_opt =
+      run->add_option("--case-index", case_index, "run only case I of the shard (regenerates a case)");
   run->add_flag("--progress", o.progress, "progress lines even when stderr is not a terminal");
   run->add_option("--progress-interval", o.progress_interval_s, "seconds between progress lines (>= 1)");
   run->add_option("--checkpoint-interval", o.checkpoint_interval_s,
@@ -157,9 +160,21 @@ int main(int argc, char** argv) {
     return pf::kExitUsage;
   }
   o.shard = parsed_shard.value();
-  o.seed = seed_opt->count() > 0 ? seed : fresh_seed();
+  // A seed above 2^64-1 is refused, not clamped (it would be another campaign than the one
+  // asked for); run_campaign checks the other options before it touches --out.
+  const auto usage = [](const std::string& message) {
+    std::fprintf(stderr, "pacts-fuzz: %s\n", message.c_str());
+    return pf::kExitUsage;
+  };
+  if (seed_opt->count() > 0) {
+    auto seed = pacts::conformance::parse_seed_option("--seed", seed_text);
+    if (!seed) return usage(seed.status().message());
+    o.seed = seed.value();
+  } else {
+    o.seed = fresh_seed();
+  }
   o.shrink = !no_shrink;
-  if (case_index >= 0) o.case_index = case_index;
+  if (case_index_opt->count() > 0) o.case_index = case_index;
   for (size_t at = 0; at < properties.size();) {
     const size_t end = std::min(properties.find(',', at), properties.size());
     if (end > at) o.properties.push_back(properties.substr(at, end - at));

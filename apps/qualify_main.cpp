@@ -4,13 +4,17 @@
 // mustpass case files (spec/case_files.md §3.5) and on a fixed budget of generated cases with a
 // fixed seed. Prints a summary and writes the report (report.md, report.json, report.junit.xml)
 // into --out DIR. Exit status: 0 when nothing Mandatory failed, 1 otherwise, 2 on a usage or
-// load error (an unknown backend, a plugin the loader refuses, an unreadable mustpass set).
+// load error (an unknown backend, a plugin the loader refuses, an unreadable mustpass set),
+// 128 + the signal when SIGINT, SIGTERM or SIGHUP stopped it: no further property starts, the one
+// in progress is abandoned, and the report is written marked as interrupted (never qualified).
 #include "qualify_report.h"
 
 #include <pacts/backends/plugin.h>
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
+#include <pacts/conformance/command_line.h>
 #include <pacts/conformance/mustpass.h>
+#include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
@@ -21,12 +25,15 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +55,32 @@ namespace pc = pacts::conformance;
 namespace rpt = pacts::conformance::report;
 
 constexpr int kExitQualified = 0, kExitFailed = 1, kExitUsage = 2;
+
+// The signal that asked the run to stop (0: none). Lock-free, so storing it is async-signal-safe.
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int sig) { stop_signal.store(sig); }
+
+// SIGINT (Ctrl-C), SIGTERM (a CI timeout, a batch system) and SIGHUP (a closed terminal) stop the
+// run and the report is still written; SA_RESETHAND makes a second signal kill at once.
+void install_signal_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
 constexpr int kMaxGpus = 64;
 
 // The device targets whose code is compile-checked only (ci/gpu_compile.sh: AMD gfx942 and gfx950
@@ -165,9 +198,11 @@ void add(rpt::Counts& counts, pc::Verdict v) {
 }
 
 
-// One property on one backend: its mustpass cases, then the generated ones.
-rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
-                                  pc::Backend& reference, const Settings& settings) {
+// One property on one backend: its mustpass cases, then the generated ones; nothing when a
+// signal came before it ended (abandoned: what it saw may be the signal's doing, a child killed
+// with pacts' process group reads as a crash).
+std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Backend& backend,
+                                                 pc::Backend& reference, const Settings& settings) {
   rpt::PropertyRow row;
   row.id = p.id;
   row.name = p.name;
@@ -177,6 +212,7 @@ rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
   pc::Verdict lost = pc::Verdict::kFail;
   for (const pc::MustpassEntry& e : settings.mustpass->entries) {
     if (std::find(e.properties.begin(), e.properties.end(), p.id) == e.properties.end()) continue;
+    if (stop_signal.load() != 0) return std::nullopt;
     const pc::Outcome o = pc::check_mustpass(e, p, backend, reference);
     add(row.mustpass, o.verdict);
     if (o.verdict == pc::Verdict::kCrash || o.verdict == pc::Verdict::kTimeout) lost = o.verdict;
@@ -187,6 +223,7 @@ rpt::PropertyRow qualify_property(const pc::Property& p, pc::Backend& backend,
     }
   }
   const pc::PropertyStats s = pc::run_property(p, backend, reference, settings.run);
+  if (s.interrupted || stop_signal.load() != 0) return std::nullopt;
   // The runner stops at the first failing (or warning) case and shrinks it: one such case at most.
   const bool bad = pc::is_failure(s.verdict) || s.verdict == pc::Verdict::kQualityWarning;
   row.generated.pass = s.passed;
@@ -211,11 +248,18 @@ rpt::BackendSection qualify_backend(pc::Backend& backend, const std::string& gpu
   rpt::BackendSection section;
   describe_environment(backend, section);
   std::printf("qualifying %s on %s\n", backend.name().c_str(), backend.device().c_str());
+  std::fflush(stdout);
   for (const pc::Property& p : pc::catalogue()) {
     if (!settings.only.empty() &&
         std::find(settings.only.begin(), settings.only.end(), p.id) == settings.only.end())
       continue;
-    section.rows.push_back(qualify_property(p, backend, reference, settings));
+    if (stop_signal.load() != 0) return section;  // interrupted: no further property, no bench
+    std::optional<rpt::PropertyRow> row = qualify_property(p, backend, reference, settings);
+    if (!row) {
+      std::printf("  %-16s abandoned: interrupted\n", p.id.c_str());
+      return section;
+    }
+    section.rows.push_back(std::move(*row));
     const rpt::PropertyRow& r = section.rows.back();
     std::printf("  %-16s %-15s mustpass %3lld  generated %5lld  %8.2f s\n", r.id.c_str(),
                 pc::verdict_name(r.verdict), static_cast<long long>(r.mustpass.total()),
@@ -272,7 +316,9 @@ int main(int argc, char** argv) {
   settings.run.cases = 40;
   std::string out_dir, json_path, mustpass_dir = PACTS_MUSTPASS_DIR;
   std::vector<std::string> backends, libraries;
-  app.add_option("--seed", settings.run.seed, "seed of every randomized check (printed; fixed by default)");
+  std::string seed_text;
+  app.add_option("--seed", seed_text,
+                 "seed of every randomized check, 0 to 2^64-1 (printed; fixed by default)");
   app.add_option("--cases", settings.run.cases, "generated cases per property")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--backend", backends,
@@ -297,6 +343,14 @@ int main(int argc, char** argv) {
   app.add_flag("--bench-unsafe", settings.bench_unsafe,
                "also time the unsafe build beside each shape (the cost of safety)");
   CLI11_PARSE(app, argc, argv);
+  if (app.get_option("--seed")->count() > 0) {
+    auto seed = pc::parse_seed_option("--seed", seed_text);
+    if (!seed) {
+      std::fprintf(stderr, "pacts-qualify: %s\n", seed.status().message().c_str());
+      return kExitUsage;
+    }
+    settings.run.seed = seed.value();
+  }
   settings.bench_sets.clear();
   if (bench_sets != "none") {
     std::stringstream list(bench_sets);
@@ -317,7 +371,7 @@ int main(int argc, char** argv) {
   report.started_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   report.seed = settings.run.seed;
   report.cases_per_property = settings.run.cases;
-  if (out_dir.empty()) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
+  if (app.get_option("--out")->count() == 0) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
   if (settings.run.case_dir.empty())
     settings.run.case_dir = (std::filesystem::path(out_dir) / "failures").string();
   for (const std::string& id : settings.only)
@@ -387,6 +441,18 @@ int main(int argc, char** argv) {
     opened.push_back({std::move(plugin).value(), std::string()});
   }
 
+  // One run per folder, claimed once every option and backend was accepted (a refused command
+  // touches nothing): a second run on the same --out is refused while this one runs, and an
+  // earlier run's report and failing cases are moved aside (never read beside this run's).
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "failures"});
+  if (!claimed) {
+    std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
+    return kExitUsage;
+  }
+  if (!claimed.value().previous().empty())
+    std::printf("the previous run's report and failing cases in %s were moved to %s\n", out_dir.c_str(),
+                claimed.value().previous().c_str());
+
   std::printf("pacts-qualify %s: backends", report.suite_version.c_str());
   for (const Opened& o : opened) std::printf(" %s", o.backend->name().c_str());
   std::printf("\n  seed %llu, mustpass v%d (%lld case files), %d generated cases per property\n"
@@ -395,12 +461,18 @@ int main(int argc, char** argv) {
               static_cast<long long>(report.mustpass_files), settings.run.cases, out_dir.c_str(),
               settings.run.case_dir.c_str());
 
+  install_signal_handlers();
+  settings.run.stop = &stop_signal;
   pc::SelfCheckOptions self;
   self.seed = settings.run.seed;
   report.self_checks = pc::run_reference_self_checks(self);
   std::unique_ptr<pc::Backend> reference = pc::make_reference_backend();
-  for (const Opened& o : opened)
+  for (const Opened& o : opened) {
+    if (stop_signal.load() != 0) break;
     report.backends.push_back(qualify_backend(*o.backend, o.gpu_target, *reference, settings));
+  }
+  const int stopped_by = stop_signal.load();
+  if (stopped_by != 0) report.interrupted = signal_name(stopped_by);
 
   print_summary(report);
   if (auto s = rpt::write_report(report, out_dir); !s) {
@@ -408,16 +480,17 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << rpt::to_json(report).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "pacts-qualify: cannot write %s\n", json_path.c_str());
+    if (auto s = pc::write_files_atomically({{json_path, rpt::to_json(report).dump(2) + "\n"}}); !s) {
+      std::fprintf(stderr, "pacts-qualify: --json: %s\n", s.message().c_str());
       return kExitUsage;
     }
   }
   const bool failed = rpt::mandatory_failure(report);
+  const std::string verdict = stopped_by != 0 ? "INTERRUPTED by " + report.interrupted + ": not a complete run"
+                              : failed       ? "NOT QUALIFIED: a Mandatory property failed"
+                                             : "qualified: no Mandatory failure";
   std::printf("report: %s/report.md, report.json, report.junit.xml%s%s\n%s\n", out_dir.c_str(),
-              json_path.empty() ? "" : "; JSON also at ", json_path.c_str(),
-              failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure");
+              json_path.empty() ? "" : "; JSON also at ", json_path.c_str(), verdict.c_str());
+  if (stopped_by != 0) return 128 + stopped_by;
   return failed ? kExitFailed : kExitQualified;
 }

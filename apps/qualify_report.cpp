@@ -1,5 +1,7 @@
 #include "qualify_report.h"
 
+#include <pacts/conformance/out_dir.h>
+
 #include <pacts/spec/formats.h>
 
 #include <algorithm>
@@ -160,7 +162,9 @@ json to_json(const Report& r) {
                    {"files", r.mustpass_files}};
   j["compile_checked_only"] = r.compile_only;
   j["notes"] = r.notes;
-  j["qualified"] = !mandatory_failure(r);
+  j["complete"] = r.interrupted.empty();
+  j["interrupted"] = r.interrupted.empty() ? json(nullptr) : json(r.interrupted);
+  j["qualified"] = r.interrupted.empty() && !mandatory_failure(r);
   j["self_checks"] = json::array();
   for (const CheckResult& c : r.self_checks)
     j["self_checks"].push_back({{"id", c.id}, {"name", c.name}, {"backend", c.backend},
@@ -201,8 +205,14 @@ std::string to_markdown(const Report& r) {
   std::ostringstream md;
   const bool failed = mandatory_failure(r);
   md << "# pacts qualification report\n\n";
-  md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
-     << "**\n\n";
+  if (!r.interrupted.empty())
+    md << "**Result: INTERRUPTED by " << r.interrupted
+       << ": not a complete run, not qualified** (the property in progress was abandoned and "
+          "those after it did not run" << (failed ? "; a Mandatory property had already failed" : "")
+       << ")\n\n";
+  else
+    md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
+       << "**\n\n";
   md << "| | |\n| --- | --- |\n";
   md << "| suite version | " << cell(r.suite_version) << " |\n";
   md << "| compiler | " << cell(r.compiler) << " (" << cell(r.build_type) << ") |\n";
@@ -319,6 +329,11 @@ std::string to_junit(const Report& r) {
     ++tests;
     failures += c.verdict == Verdict::kFail;
   }
+  // An interrupted run is one more failed test, so that no reader of the XML takes it as passed.
+  if (!r.interrupted.empty()) {
+    ++tests;
+    ++failures;
+  }
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"pacts-qualify\" tests=\"" << tests << "\" failures=\"" << failures
     << "\" skipped=\"" << skipped << "\">\n";
@@ -364,7 +379,14 @@ std::string to_junit(const Report& r) {
       x << "      <failure message=\"" << xml_escaped(c.detail) << "\" type=\"Fail\"/>\n";
     x << "    </testcase>\n";
   }
-  x << "  </testsuite>\n</testsuites>\n";
+  x << "  </testsuite>\n";
+  if (!r.interrupted.empty()) {
+    suite_open("run", 1, 1, 0);
+    x << "    <testcase classname=\"pacts.run\" name=\"complete run\" time=\"0\">\n"
+      << "      <failure message=\"interrupted by " << xml_escaped(r.interrupted)
+      << ": not a complete run\" type=\"Interrupted\"/>\n    </testcase>\n  </testsuite>\n";
+  }
+  x << "</testsuites>\n";
   return x.str();
 }
 
@@ -373,17 +395,14 @@ spec::Status write_report(const Report& report, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return spec::invalid_argument("--out " + dir + ": cannot create the directory: " + ec.message());
-  const std::pair<const char*, std::string> files[] = {
-      {"report.md", to_markdown(report)},
-      {"report.json", to_json(report).dump(2) + "\n"},
-      {"report.junit.xml", to_junit(report)}};
-  for (const auto& [name, text] : files) {
-    const fs::path path = fs::path(dir) / name;
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    out.close();
-    if (!out) return spec::invalid_argument("--out " + dir + ": cannot write " + path.string());
-  }
+  // All three or none (a report.md cut short on a full disk read "NOT QUALIFIED" beside a
+  // report.json of another run that said qualified).
+  const fs::path d(dir);
+  if (spec::Status s = write_files_atomically({{(d / "report.md").string(), to_markdown(report)},
+                                               {(d / "report.json").string(), to_json(report).dump(2) + "\n"},
+                                               {(d / "report.junit.xml").string(), to_junit(report)}});
+      !s)
+    return spec::invalid_argument("--out " + dir + ": the report was not written: " + s.message());
   return spec::Status::ok();
 }
 

@@ -57,6 +57,9 @@ struct Report {
   std::vector<BackendSection> backends;
   std::vector<std::string> compile_only;  // e.g. "gfx942": compiled for, nothing ran
   std::vector<std::string> notes;         // backends that could not be opened, and why
+  // The signal that stopped the run ("SIGTERM"), "" for a complete run. An interrupted run is
+  // never qualified: the property in progress was abandoned and those after it did not run.
+  std::string interrupted;
 };
 
 // Fail > QualityWarning > Pass > NotSupported: the verdict of a row from its case counts
@@ -70,7 +73,8 @@ nlohmann::json to_json(const Report& report);
 std::string to_markdown(const Report& report);
 std::string to_junit(const Report& report);
 
-// Writes report.md, report.json and report.junit.xml into `dir` (created if needed).
+// Writes report.md, report.json and report.junit.xml into `dir` (created if needed), all three
+// or none (conformance/out_dir.h): a failed write leaves no file cut short.
 spec::Status write_report(const Report& report, const std::string& dir);
 
 }  // namespace pacts::conformance::report

@@ -1,11 +1,15 @@
 // A child of the process protocol (spec/process.md) with a planted fault, for the tests of the
 // process backend: the host backend served by backends' serve(), misbehaving on purpose.
 //
-//   pacts_planted_child --fault crash|hang|exit|garbage|wrong-id|nan|drop-sinks|bad-handshake
+//   pacts_planted_child --fault crash|hang|exit|garbage|wrong-id|deep|duplicate-key|nan|
+//                               drop-sinks|bad-handshake|deep-handshake
 //                       [--on N] [--backend host|host+<fault>]
 //
 // crash: abort() at request N; hang: sleep at request N; exit: exit(0) at request N; garbage /
-// wrong-id: a reply that is not JSON / answers another request at N; nan: NaN bytes in every
+// wrong-id: a reply that is not JSON / answers another request at N; deep: the reply at N carries
+// an extra value nested 70,000 deep; duplicate-key: the reply at N says "status" twice, an
+// error first and "ok" last (a reader that kept the last key would take the call as done);
+// deep-handshake: the handshake carries a value nested 70,000 deep; nan: NaN bytes in every
 // output from request N on; drop-sinks: declares the host's capabilities (sinks included) but
 // runs every problem without its sinks (a lie about capabilities); bad-handshake: declares a page
 // size the spec does not define. --backend host+output_gap_write (conformance/fault_backend.h)
@@ -62,6 +66,19 @@ int main(int argc, char** argv) {
   if (!backend) return 1;
   if (fault == "drop-sinks") backend = std::make_unique<DropSinks>(std::move(backend));
   pacts::backends::ChildIdentity id{"planted-" + fault, backend->device(), "", "", ""};
+  // An extra member, first in the object, nested 70,000 deep (140 KB: under the 1 MiB a line
+  // may take).
+  const auto with_deep_value = [](const std::string& line) {
+    constexpr size_t kDepth = 70000;
+    return "{\"planted\": " + std::string(kDepth, '[') + std::string(kDepth, ']') + ", " + line.substr(1);
+  };
+  if (fault == "deep-handshake") {
+    const std::string line = with_deep_value(pacts::backends::handshake_line(*backend, id));
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    return 0;
+  }
   if (fault == "bad-handshake") {
     std::string line = pacts::backends::handshake_line(*backend, id);
     const std::string key = "\"max_page_size\":256";
@@ -85,6 +102,8 @@ int main(int argc, char** argv) {
     if (call != on) return reply;
     if (fault == "garbage") return std::string("this is not JSON");
     if (fault == "wrong-id") return std::string("{\"id\": 999999, \"status\": \"ok\"}");
+    if (fault == "deep") return with_deep_value(reply);
+    if (fault == "duplicate-key") return "{\"status\": \"internal\", " + reply.substr(1);
     return reply;
   };
   return pacts::backends::serve(*backend, id, stdin, stdout, hooks);

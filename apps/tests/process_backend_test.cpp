@@ -137,8 +137,18 @@ TEST(ProcessBackend, AHangIsKilledAfterTheTimeout) {
 }
 
 TEST(ProcessBackend, GarbageRepliesFailTheirCall) {
-  expect_fails_once(planted("garbage"), "answered garbage: not JSON");
+  expect_fails_once(planted("garbage"), "answered garbage: reply to request 2: not JSON");
   expect_fails_once(planted("wrong-id"), "answered garbage: not a reply to request 2");
+}
+
+// A child's lines are checked as any JSON file is (spec/process.md §1.2): nesting 70,000 deep
+// (a stack overflow where a document that deep is walked) and a key written twice (the last one
+// won: an error reply followed by "status": "ok" was taken as done) fail their call.
+TEST(ProcessBackend, DeepOrRepeatedKeyRepliesFailTheirCall) {
+  expect_fails_once(planted("deep"), "answered garbage: reply to request 2: ");
+  expect_fails_once(planted("deep"), "nested deeper than 64 levels");
+  expect_fails_once(planted("duplicate-key"), "answered garbage: reply to request 2: ");
+  expect_fails_once(planted("duplicate-key"), "duplicate key");
 }
 
 TEST(ProcessBackend, HandshakesALoaderWouldRefuseAreRefusedNamingTheField) {
@@ -149,6 +159,10 @@ TEST(ProcessBackend, HandshakesALoaderWouldRefuseAreRefusedNamingTheField) {
     EXPECT_NE(b.status().message().find(words), std::string::npos) << b.status().to_string();
   };
   refused(planted("bad-handshake"), "capabilities.max_page_size = 48: accepted: a power of two");
+  refused(planted("deep-handshake"), "handshake: ");
+  refused(planted("deep-handshake"), "nested deeper than 64 levels");
+  refused("echo '{\"protocol\": \"pacts-process\", \"protocol\": \"pacts-process\"}'",
+          "handshake: protocol: duplicate key");
   refused("echo hello", "handshake: not JSON");
   refused("echo '{\"protocol\": \"pacts-process\", \"version\": 2}'",
           "handshake.version = 2: this pacts implements process protocol version 1");

@@ -5,6 +5,7 @@
 #include <pacts/backends/process.h>
 #include <pacts/conformance/case_data.h>
 #include <pacts/conformance/exchange.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
@@ -205,6 +206,9 @@ std::optional<pacts_format> format_of_json(const Json& x) {
 }
 
 Status read_declaration(const Checker& c, const std::string& line, Declaration& d) {
+  // spec/case_files.md §7's check of JSON text: a child's line is input like any file, so a
+  // value nested too deep or a key written twice is refused before a document is built.
+  if (Status s = conformance::check_json_text(line, "handshake"); !s) return c.refuse(s.message());
   Json j;
   try {
     j = Json::parse(line);
@@ -653,6 +657,10 @@ class ProcessBackend final : public Backend {
       child_.kill_group();  // its state is unknown: the next call starts it again
       return failed("answered garbage: " + why);
     };
+    // Checked before it is built (spec/case_files.md §7): a reply nested too deep must not
+    // exhaust the stack, and a key written twice must not silently lose its first value.
+    if (Status s = conformance::check_json_text(line, "reply to request " + std::to_string(id)); !s)
+      return garbage(s.message());
     Json reply;
     try {
       reply = Json::parse(line);
@@ -879,6 +887,10 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
       continue;
     }
     Json req;
+    if (const Status s = conformance::check_json_text(line, "request"); !s) {
+      std::fprintf(stderr, "pacts-child: a request refused: %s\n", s.message().c_str());
+      return 2;
+    }
     try {
       req = Json::parse(line);
     } catch (const std::exception&) {

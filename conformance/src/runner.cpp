@@ -28,6 +28,7 @@ struct Tracker {
   std::optional<CaseSpec> last_failure;
   Verdict last_verdict = Verdict::kFail;
   std::string last_detail;
+  bool interrupted = false;
 };
 
 std::string sanitize(const std::string& s) {
@@ -55,6 +56,13 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
 
   const GenLimits limits = restrict_to_capabilities(property.limits, backend.capabilities());
   const auto testable = [&]() {
+    if (options.stop != nullptr && options.stop->load() != 0) {
+      // Stopped: shrink candidates pass (the smallest failure so far stays); otherwise the run
+      // ends here, before anything is generated, so RapidCheck has nothing to shrink.
+      if (tracker.shrinking) return;
+      tracker.interrupted = true;
+      RC_FAIL("interrupted");
+    }
     const CaseSpec spec = *gen_case(limits);
     // After a timeout, shrinking would wait the timeout again on every smaller case that hangs:
     // the case that timed out is kept as it is (every shrink candidate is accepted as passing).
@@ -129,6 +137,9 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
         stats.replay = "pacts case run " + path + " --backend " + backend.name();
       }
     }
+  } else if (tracker.interrupted) {
+    stats.interrupted = true;
+    if (stats.passed == 0 && stats.not_supported > 0) stats.verdict = Verdict::kNotSupported;
   } else if (rc::detail::FailureResult f; result.match(f)) {
     // A failure the check did not report itself (an exception escaped it).
     stats.failed = 1;

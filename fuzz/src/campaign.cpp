@@ -1,11 +1,13 @@
 #include "campaign.h"
 
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/runner.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <ctime>
@@ -146,6 +148,29 @@ std::string failure_signature(const std::string& property, const std::string& ba
   return hex;
 }
 
+spec::Status check_options(const CampaignOptions& o) {
+  const auto refuse = [&](const char* option, double value, const char* accepted) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g", value);
+    return spec::invalid_argument(std::string(option) + " " + text + ": " + accepted);
+  };
+  // NaN compares false with everything: written so that it fails each check.
+  if (!(std::isfinite(o.seconds) && o.seconds >= 0))
+    return refuse("--seconds", o.seconds, "accepted: a finite number of seconds >= 0 (0: no limit)");
+  if (o.cases < 0)
+    return refuse("--cases", static_cast<double>(o.cases), "accepted: an integer >= 0 (0: no limit)");
+  if (o.case_index && *o.case_index < 0)
+    return refuse("--case-index", static_cast<double>(*o.case_index),
+                  "accepted: an integer >= 0, the index of a case of the shard");
+  if (!(std::isfinite(o.progress_interval_s) && o.progress_interval_s >= 1))
+    return refuse("--progress-interval", o.progress_interval_s, "accepted: a finite number of seconds >= 1");
+  if (!(std::isfinite(o.checkpoint_interval_s) && o.checkpoint_interval_s >= 0))
+    return refuse("--checkpoint-interval", o.checkpoint_interval_s,
+                  "accepted: a finite number of seconds >= 0 (0: only at the end)");
+  if (o.out_dir.empty()) return spec::invalid_argument("--out '': accepted: the path of a folder");
+  return spec::Status::ok();
+}
+
 CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   CampaignOutcome result;
   auto selected = select_properties(o.properties);
@@ -154,22 +179,10 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
     return result;
   }
   const std::vector<const pc::Property*> props = selected.value();
-  const auto refuse = [&](const char* option, double value, const char* accepted) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%g", value);
-    result.status = spec::invalid_argument(std::string(option) + " " + text + ": " + accepted);
+  if (spec::Status s = check_options(o); !s) {
+    result.status = s;
     return result;
-  };
-  if (o.seconds < 0) return refuse("--seconds", o.seconds, "expected a number >= 0 (0: no limit)");
-  if (o.cases < 0)
-    return refuse("--cases", static_cast<double>(o.cases), "expected an integer >= 0 (0: no limit)");
-  if (o.case_index && *o.case_index < 0)
-    return refuse("--case-index", static_cast<double>(*o.case_index), "expected an integer >= 0");
-  if (o.progress_interval_s < 1)
-    return refuse("--progress-interval", o.progress_interval_s, "expected at least 1 (seconds)");
-  if (o.checkpoint_interval_s < 0)
-    return refuse("--checkpoint-interval", o.checkpoint_interval_s,
-                  "expected a number >= 0 (0: only at the end)");
+  }
   auto plans = plan_workers(o.workers);
   if (!plans) {
     result.status = plans.status();
@@ -177,6 +190,18 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   }
   std::vector<WorkerPlan> workers = plans.value();
   if (o.case_index) workers.resize(1);  // one case: one worker
+
+  // One campaign per folder, claimed once everything above was accepted (a refused command
+  // touches nothing): a second campaign on the same --out is refused while this one runs, and an
+  // earlier campaign's files are moved aside (never merged or replayed as this one's).
+  auto claimed = pc::claim_out_dir(o.out_dir, "--out", {"summary.json", "junit.xml", "failures.jsonl", "failures"});
+  if (!claimed) {
+    result.status = claimed.status();
+    return result;
+  }
+  if (!claimed.value().previous().empty() && log != nullptr)
+    std::fprintf(log, "the previous campaign's files in %s were moved to %s\n", o.out_dir.c_str(),
+                 claimed.value().previous().c_str());
 
   std::error_code ec;
   const std::filesystem::path out(o.out_dir), failures_dir = out / "failures";
@@ -417,7 +442,7 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   if (o.seconds > 0) budget = std::to_string(static_cast<int64_t>(o.seconds)) + " s";
   if (o.cases > 0) budget += (budget.empty() ? "" : " or ") + std::to_string(o.cases) + " cases";
   if (o.case_index) budget = "case " + std::to_string(*o.case_index);
-  if (budget.empty()) budget = "none (until SIGINT / SIGTERM)";
+  if (budget.empty()) budget = "none (until SIGINT / SIGTERM / SIGHUP)";
   std::string property_args;
   for (const std::string& n : o.properties)
     property_args += (property_args.empty() ? " --properties " : ",") + n;
@@ -456,7 +481,10 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
     lock.unlock();
     const double now = since(t0);
     if (const int sig = stop_signal().load(); sig != 0 && stop_reason.empty())
-      stop_reason = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal " + std::to_string(sig);
+      stop_reason = sig == SIGTERM  ? "SIGTERM"
+                    : sig == SIGINT ? "SIGINT"
+                    : sig == SIGHUP ? "SIGHUP"
+                                    : "signal " + std::to_string(sig);
     if (stop_reason.empty() && o.seconds > 0 && now >= o.seconds) stop_reason = "seconds";
     if (!stop_reason.empty()) sh.stop = true;
     if (show && (now - last_progress >= o.progress_interval_s || all_done)) {

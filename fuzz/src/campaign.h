@@ -49,6 +49,12 @@ struct CampaignOutcome {
   spec::Status status;  // setup errors (unknown backend, no device, unwritable --out)
 };
 
+// The options of a campaign: InvalidArgument naming the option, the value and what is accepted
+// (a NaN or infinite --seconds, a negative --case-index, an empty --out, ...). run_campaign checks
+// them first, and claims --out (conformance/out_dir.h) only once they and the properties and
+// workers were accepted: a refused campaign writes nothing.
+spec::Status check_options(const CampaignOptions& o);
+
 CampaignOutcome run_campaign(const CampaignOptions& options, std::FILE* log);
 
 // The case-file name of a failure: "<property>-<backend>-<signature>.json", characters outside

@@ -1,5 +1,7 @@
 #include "summary.h"
 
+#include <pacts/conformance/out_dir.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -243,19 +245,6 @@ FailureRecord failure_from(const Json& j, const std::string& path) {
   return f;
 }
 
-spec::Status write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return spec::Status(spec::Code::kInternal, "cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return spec::Status(spec::Code::kInternal, "cannot rename " + tmp.string() + ": " + ec.message());
-  return spec::Status::ok();
-}
 
 }  // namespace
 
@@ -415,9 +404,10 @@ std::string Summary::junit_xml() const {
 
 spec::Status write_summary(const std::string& dir, const Summary& summary) {
   const std::filesystem::path d(dir);
-  if (spec::Status s = write_atomically(d / "summary.json", summary.to_json().dump(2) + "\n"); !s)
-    return s;
-  return write_atomically(d / "junit.xml", summary.junit_xml());
+  // Both or neither, each through a temporary file unique to this process: a failed write (a full
+  // disk) leaves the previous checkpoint's pair as it was.
+  return conformance::write_files_atomically({{(d / "summary.json").string(), summary.to_json().dump(2) + "\n"},
+                                              {(d / "junit.xml").string(), summary.junit_xml()}});
 }
 
 }  // namespace pacts::fuzz

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -67,6 +68,8 @@ pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
   std::printf("spawn: %s", PACTS_FUZZ_BINARY);
   for (const std::string& a : args) std::printf(" %s", a.c_str());
   std::printf("\n");
+  // Created here, empty, before the child starts: a waiter must never read an earlier run's log.
+  std::ofstream{log, std::ios::trunc};
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -463,11 +466,12 @@ TEST(FuzzMerge, RefusesUnreadableInputsAndForeignCaseFiles) {
   }
 }
 
-// SIGINT mid-campaign: the campaign stops cleanly, writes a complete summary that says it was
-// interrupted, and exits with 128 + SIGINT.
-TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
-  const fs::path out = fresh_dir("sigint");
-  const fs::path log = out.parent_path() / "sigint.log";
+// A signal mid-campaign (SIGINT: Ctrl-C; SIGTERM: a batch system's timeout; SIGHUP: a closed
+// terminal): the campaign stops cleanly, writes a complete summary that says it was interrupted,
+// and exits with 128 + the signal.
+void expect_signal_writes_the_summary(int sig, const std::string& name) {
+  const fs::path out = fresh_dir(name);
+  const fs::path log = out.parent_path() / (name + ".log");
   const pid_t pid = spawn({"run", "--backend", "host", "--jobs", "1", "--seed",
                            std::to_string(kSeed), "--progress", "--out", out.string()},
                           log);
@@ -482,13 +486,87 @@ TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) {
       running = running || (text[at + 8] >= '1' && text[at + 8] <= '9');
   }
   ASSERT_TRUE(running) << read_text(log);
-  ASSERT_EQ(kill(pid, SIGINT), 0);
-  EXPECT_EQ(wait_exit(pid), 128 + SIGINT) << read_text(log);
+  ASSERT_EQ(kill(pid, sig), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + sig) << read_text(log);
   const nlohmann::json s = read_json(out / "summary.json");
   expect_counts_add_up(s);
   EXPECT_TRUE(s["complete"].get<bool>());
   EXPECT_TRUE(s["campaigns"][0]["interrupted"].get<bool>());
-  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], name);
   EXPECT_GE(s["totals"]["cases"].get<int64_t>(), 1);
   EXPECT_TRUE(fs::exists(out / "junit.xml"));
 }
+
+// Values that started campaigns without end (a negative --case-index was taken as "none", NaN
+// seconds never compare) or another campaign than the one asked for (a seed above 2^64-1 was
+// clamped), and an empty --out (the working directory was written): each refused with exit 2, a
+// message naming the option, the value and what is accepted, and nothing written.
+TEST(FuzzOptions, RefusesValuesNamingTheOptionAndWhatIsAccepted) {
+  const fs::path out = fresh_dir("options");
+  fs::remove_all(out);
+  const fs::path log = out.parent_path() / "options.log";
+  const auto refused = [&](std::vector<std::string> args, const std::string& words) {
+    args.insert(args.begin(), {"run", "--backend", "host", "--jobs", "1", "--cases", "2"});
+    if (std::find(args.begin(), args.end(), "--out") == args.end()) args.insert(args.end(), {"--out", out.string()});
+    EXPECT_EQ(run_binary(args, log), 2) << words;
+    EXPECT_NE(read_text(log).find(words), std::string::npos) << read_text(log);
+    EXPECT_FALSE(fs::exists(out)) << words;
+  };
+  refused({"--case-index", "-5"}, "--case-index -5: accepted: an integer >= 0");
+  refused({"--seconds", "nan"}, "--seconds nan: accepted: a finite number of seconds >= 0");
+  refused({"--seconds", "inf"}, "--seconds inf: accepted: a finite number of seconds >= 0");
+  refused({"--seconds", "-1"}, "--seconds -1: accepted: a finite number of seconds >= 0");
+  refused({"--progress-interval", "nan"}, "--progress-interval nan: accepted: a finite number of seconds >= 1");
+  refused({"--seed", "18446744073709551616"},
+          "--seed '18446744073709551616': above 2^64-1; accepted: a decimal integer from 0 to 18446744073709551615");
+  refused({"--seed", "-1"}, "--seed '-1': accepted: a decimal integer from 0 to 18446744073709551615");
+  refused({"--seed", "12abc"}, "--seed '12abc': accepted: a decimal integer");
+  refused({"--out", ""}, "--out '': accepted: the path of a folder");
+  // The largest seed is a seed.
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "2", "--seed",
+                        "18446744073709551615", "--out", out.string()},
+                       log),
+            0);
+  EXPECT_EQ(read_json(out / "summary.json")["campaigns"][0]["seed"], "18446744073709551615");
+}
+
+// A second campaign on the --out of a campaign in progress is refused (exit 2) naming the folder;
+// the first one's summary is its own. Once it has ended, a new campaign there moves its files
+// aside.
+TEST(FuzzOutDir, ASecondCampaignOnTheSameFolderIsRefused) {
+  const fs::path out = fresh_dir("locked");
+  const fs::path log = out.parent_path() / "locked-first.log";
+  const pid_t first = spawn({"run", "--backend", "host", "--jobs", "1", "--seed", std::to_string(kSeed),
+                             "--progress", "--out", out.string()},
+                            log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  while (read_text(log).find("] cases ") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const fs::path second_log = out.parent_path() / "locked-second.log";
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "3", "--out", out.string()},
+                       second_log),
+            2);
+  EXPECT_NE(read_text(second_log).find("--out '" + out.string() + "': another pacts run is writing into this folder"),
+            std::string::npos);
+  ASSERT_EQ(kill(first, SIGINT), 0);
+  EXPECT_EQ(wait_exit(first), 128 + SIGINT) << read_text(log);
+  const nlohmann::json s = read_json(out / "summary.json");
+  EXPECT_EQ(s["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_EQ(run_binary({"run", "--backend", "host", "--jobs", "1", "--cases", "3", "--out", out.string()},
+                       second_log),
+            0);
+  // The folder reused once the first campaign ended: its files were moved into previous-*/, the
+  // summary in the folder is the new campaign's.
+  EXPECT_EQ(read_json(out / "summary.json")["campaigns"][0]["stop_reason"], "cases");
+  std::vector<fs::path> previous;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.path().filename().string().rfind("previous-", 0) == 0) previous.push_back(e.path());
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_EQ(read_json(previous[0] / "summary.json")["campaigns"][0]["stop_reason"], "SIGINT");
+  EXPECT_TRUE(fs::exists(previous[0] / "failures"));
+  EXPECT_NE(read_text(second_log).find("were moved to " + previous[0].string()), std::string::npos);
+}
+
+TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGINT, "SIGINT"); }
+
+TEST(FuzzSignal, SighupMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGHUP, "SIGHUP"); }

@@ -5,6 +5,7 @@
 #include <pacts/conformance/generators.h>
 #include <pacts/conformance/property.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -17,6 +18,10 @@ struct RunOptions {
   int32_t cases = 100;        // generated cases per property (RapidCheck max_success)
   std::string case_dir;       // where minimal failing cases are saved ("" = do not save)
   bool shrink = true;
+  // When set and non-zero (a program stores the number of a signal it caught), no further case
+  // starts: the property ends early with PropertyStats::interrupted (a failure being shrunk keeps
+  // the smallest case found so far).
+  const std::atomic<int>* stop = nullptr;
 };
 
 // Per property and backend: what ran and what was found (spec/properties.md §1 result states).
@@ -30,6 +35,7 @@ struct PropertyStats {
   std::string case_file;              // where it was saved
   std::string replay;                 // the command that replays it
   double seconds = 0;
+  bool interrupted = false;           // RunOptions::stop ended it before its budget of cases
   // The generated cases the backend ran (NotSupported ones left out), per KV format ("e4m3fn")
   // and per K/V pool layout pair ("x_packed_k/dim_major_v"): what a release note reports per
   // format and layout.
