@@ -274,6 +274,21 @@ int merge(const std::string& out_dir, const std::vector<std::string>& args, std:
   // retried shard's older files. Each is listed, copied and added as a failure record that no
   // count includes ("summarised": false), never dropped.
   for (const auto& [folder_id, in] : folders) {
+    // An earlier run on the shard's folder (a retried shard) was moved into previous-*/: not this
+    // run's, so not merged, but named with what it holds, so that no finding goes unseen.
+    std::vector<std::string> previous;
+    for (fs::directory_iterator it(in->folder, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("previous-", 0) != 0 || !it->is_directory(ec)) continue;
+      previous.push_back(it->path().string() + " (" +
+                         std::to_string(case_file_names(it->path()).size()) + " case files)");
+    }
+    ec.clear();
+    std::sort(previous.begin(), previous.end());
+    if (!previous.empty())
+      std::fprintf(out, "pacts-fuzz merge: %s: note: earlier runs in this folder were moved aside "
+                        "and are not merged (merge them too to count them): %s\n",
+                   in->arg.c_str(), join(previous).c_str());
     std::vector<std::string> unnamed, unreadable;
     for (const std::string& name : case_file_names(in->folder)) {
       if (named[folder_id].count(name) > 0) continue;

@@ -768,3 +768,20 @@ TEST(FuzzMerge, TheOutputFolderIsLockedAndNeverAnInput) {
   EXPECT_NE(read_text(log).find("is also the folder of the input"), std::string::npos);
   EXPECT_TRUE(fs::exists(root / "s0" / "summary.json"));
 }
+
+// A shard retried on its own folder by this pacts-fuzz: the first run's files were moved into
+// previous-*/, so the merge is of the retry alone (complete, exit 0), and it names the earlier
+// run's folder and its case files count, so that they are not lost from sight.
+TEST(FuzzMerge, ARetriedShardsEarlierRunIsNamed) {
+  const fs::path root = fresh_dir("merge_previous");
+  const fs::path shard = root / "shard";
+  run_faulty_shard(shard);
+  const size_t first = case_files_in(shard).size();
+  ASSERT_GE(first, 1u);
+  run_clean_shard(shard);
+  const fs::path log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", (root / "merged").string(), shard.string()}, log), 0);
+  EXPECT_NE(read_text(log).find("earlier runs in this folder were moved aside and are not merged"),
+            std::string::npos);
+  EXPECT_NE(read_text(log).find("(" + std::to_string(first) + " case files)"), std::string::npos);
+}
