@@ -785,3 +785,26 @@ TEST(FuzzMerge, ARetriedShardsEarlierRunIsNamed) {
             std::string::npos);
   EXPECT_NE(read_text(log).find("(" + std::to_string(first) + " case files)"), std::string::npos);
 }
+
+// A merged summary given with one of its own shards: the shard after the merged summary is the
+// same campaign, counted once (exit 0); the merged summary after the shard would count the shard's
+// cases twice, so it is not added and the merge is incomplete (exit 3), naming both.
+TEST(FuzzMerge, AMergedSummaryOverlappingAShardIsNotCountedTwice) {
+  const fs::path root = fresh_dir("merge_overlap");
+  run_clean_shard(root / "s0", "0/2");
+  run_clean_shard(root / "s1", "1/2");
+  const fs::path log = root / "merge.log";
+  ASSERT_EQ(run_binary({"merge", (root / "m01").string(), (root / "s0").string(), (root / "s1").string()}, log), 0);
+  const nlohmann::json m01 = read_json(root / "m01" / "summary.json");
+  EXPECT_EQ(run_binary({"merge", (root / "a").string(), (root / "m01").string(), (root / "s0").string()}, log), 0);
+  EXPECT_NE(read_text(log).find((root / "s0").string() + ": the same campaign as " + (root / "m01").string()),
+            std::string::npos);
+  EXPECT_EQ(read_json(root / "a" / "summary.json")["totals"], m01["totals"]);
+  EXPECT_EQ(run_binary({"merge", (root / "b").string(), (root / "s0").string(), (root / "m01").string()}, log), 3);
+  EXPECT_NE(read_text(log).find((root / "m01").string() + ": incomplete: not added: some of its campaigns were merged "
+                                "already from " + (root / "s0").string()),
+            std::string::npos);
+  const nlohmann::json b = read_json(root / "b" / "summary.json");
+  EXPECT_EQ(b["totals"]["cases"], read_json(root / "s0" / "summary.json")["totals"]["cases"]);
+  EXPECT_FALSE(b["complete"].get<bool>());
+}
