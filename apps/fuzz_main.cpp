@@ -1,7 +1,7 @@
 // pacts-fuzz: conformance campaigns for GPU nodes (fuzz/README.md).
 //   pacts-fuzz [run] [--seconds N] [--cases N] [--out DIR] [--seed S] [--shard K/N] ...
 //   pacts-fuzz replay DIR|FILE [--backend NAME]
-//   pacts-fuzz merge OUT SUMMARY...
+//   pacts-fuzz merge OUT SUMMARY...   (exit 0 whole, 3 incomplete, 2 nothing merged: commands.h)
 // Exit status of run: 0 no failure, 1 a property failed, 2 usage or setup error, 128 + signal
 // when SIGINT / SIGTERM / SIGHUP stopped it (the summary is written first).
 #include "campaign.h"

@@ -4,6 +4,8 @@
 #   sbatch --dependency=afterany:$jid --export=ALL,CAMPAIGN_JOB=$jid fuzz/examples/slurm_merge.sh
 # The merged directory holds summary.json, junit.xml and every distinct failure's case file;
 # `pacts-fuzz replay $OUT_ROOT/merged` re-runs them.
+# Exit status 3: merged, but a shard could not be added up whole (killed without a summary, a
+# checkpoint, case files its summary does not name): the log and merged/summary.json name it.
 #SBATCH --job-name=pacts-fuzz-merge
 #SBATCH --nodes=1
 #SBATCH --time=00:10:00

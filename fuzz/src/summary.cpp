@@ -202,7 +202,7 @@ PropertyCounts property_from(const Json& j, const std::string& path) {
 }
 
 Json failure_json(const FailureRecord& f) {
-  return {{"signature", f.signature},
+  Json j = {{"signature", f.signature},
           {"property", f.property},
           {"backend", f.backend},
           {"device", f.device},
@@ -220,6 +220,8 @@ Json failure_json(const FailureRecord& f) {
           {"original", f.original},
           {"minimal", f.minimal},
           {"occurrences", f.occurrences}};
+  if (!f.summarised) j["summarised"] = false;
+  return j;
 }
 
 FailureRecord failure_from(const Json& j, const std::string& path) {
@@ -242,6 +244,7 @@ FailureRecord failure_from(const Json& j, const std::string& path) {
   f.original = r.str("original");
   f.minimal = r.str("minimal");
   f.occurrences = r.integer("occurrences", 1);
+  if (j.contains("summarised")) f.summarised = r.boolean("summarised");
   return f;
 }
 
@@ -260,6 +263,12 @@ int64_t Summary::failed() const {
   return n;
 }
 
+int64_t Summary::unsummarised() const {
+  int64_t n = 0;
+  for (const FailureRecord& f : failures) n += f.summarised ? 0 : 1;
+  return n;
+}
+
 Json Summary::to_json() const {
   Json props = Json::array(), fails = Json::array(), camps = Json::array();
   int64_t passed = 0, not_supported = 0, warnings = 0, skipped = 0, discarded = 0;
@@ -273,7 +282,7 @@ Json Summary::to_json() const {
   }
   for (const FailureRecord& f : failures) fails.push_back(failure_json(f));
   for (const CampaignRecord& c : campaigns) camps.push_back(campaign_json(c));
-  return {{"pacts_fuzz_summary_version", kSummaryVersion},
+  Json doc = {{"pacts_fuzz_summary_version", kSummaryVersion},
           {"complete", complete},
           {"totals",
            {{"cases", cases()},
@@ -283,11 +292,14 @@ Json Summary::to_json() const {
             {"quality_warnings", warnings},
             {"skipped", skipped},
             {"discarded", discarded},
-            {"distinct_failures", static_cast<int64_t>(failures.size())}}},
+            {"distinct_failures", static_cast<int64_t>(failures.size())},
+            {"unsummarised_failures", unsummarised()}}},
           {"campaigns", camps},
           {"properties", props},
           {"failures", fails},
           {"coverage", coverage.to_json()}};
+  if (!incomplete.empty()) doc["incomplete"] = incomplete;
+  return doc;
 }
 
 spec::Result<Summary> summary_from_json(const Json& doc) {
@@ -309,6 +321,12 @@ spec::Result<Summary> summary_from_json(const Json& doc) {
     i = 0;
     for (const Json& f : r.array("failures"))
       s.failures.push_back(failure_from(f, "failures[" + std::to_string(i++) + "]"));
+    if (doc.contains("incomplete")) {
+      for (const Json& line : r.array("incomplete")) {
+        if (!line.is_string()) throw FieldError{r.path("incomplete") + ": expected strings"};
+        s.incomplete.push_back(line.get<std::string>());
+      }
+    }
     Reader cov(r.get("coverage"), "coverage");
     const Json& cells = cov.get("cells");
     if (!cells.is_object()) throw FieldError{cov.path("cells") + ": expected an object"};
@@ -326,6 +344,7 @@ spec::Result<Summary> summary_from_json(const Json& doc) {
 void merge_into(Summary& into, const Summary& part) {
   into.campaigns.insert(into.campaigns.end(), part.campaigns.begin(), part.campaigns.end());
   into.complete = into.complete && part.complete;
+  into.incomplete.insert(into.incomplete.end(), part.incomplete.begin(), part.incomplete.end());
   for (const PropertyCounts& p : part.properties) {
     auto it = std::find_if(into.properties.begin(), into.properties.end(),
                            [&](const PropertyCounts& q) { return q.id == p.id; });
@@ -348,8 +367,14 @@ void merge_into(Summary& into, const Summary& part) {
   for (const FailureRecord& f : part.failures) {
     auto it = std::find_if(into.failures.begin(), into.failures.end(),
                            [&](const FailureRecord& g) { return g.signature == f.signature; });
-    if (it == into.failures.end()) into.failures.push_back(f);
-    else it->occurrences += f.occurrences;
+    if (it == into.failures.end()) {
+      into.failures.push_back(f);
+    } else if (it->summarised == f.summarised) {
+      if (f.summarised) it->occurrences += f.occurrences;  // a case file alone counts once
+    } else if (f.summarised) {  // a summary counted what was known from its case file only
+      it->occurrences = f.occurrences;
+      it->summarised = true;
+    }
   }
   into.coverage.merge(part.coverage);
 }
@@ -359,9 +384,16 @@ std::string Summary::junit_xml() const {
   // every case was NotSupported (or that got none) is skipped (spec/properties.md §1).
   double seconds = 0;
   for (const CampaignRecord& c : campaigns) seconds = std::max(seconds, c.elapsed_s);
+  // A case file no summary counts (FailureRecord::summarised) fails its property too: its
+  // verdict is unknown until replayed, and a report must not pass what may have failed.
+  const auto unsummarised_of = [&](const std::string& id) {
+    int64_t n = 0;
+    for (const FailureRecord& f : failures) n += !f.summarised && f.property == id;
+    return n;
+  };
   int64_t failing = 0, skipped = 0;
   for (const PropertyCounts& p : properties) {
-    if (p.failed > 0) ++failing;
+    if (p.failed > 0 || unsummarised_of(p.id) > 0) ++failing;
     else if (p.passed + p.quality_warnings == 0) ++skipped;
   }
   std::ostringstream x;
@@ -379,13 +411,18 @@ std::string Summary::junit_xml() const {
   for (const PropertyCounts& p : properties) {
     x << "    <testcase classname=\"pacts-fuzz\" name=\"" << xml_escape(p.test_name) << "\" time=\""
       << p.seconds << "\">\n";
-    if (p.failed > 0) {
+    if (const int64_t unsummarised = unsummarised_of(p.id); p.failed > 0 || unsummarised > 0) {
       std::string files;
       for (const FailureRecord& f : failures)
-        if (f.property == p.id && f.verdict == "Fail")
-          files += f.case_file + " (" + f.backend + ", " + std::to_string(f.occurrences) +
-                   " occurrences): " + f.detail + "\n";
-      x << "      <failure message=\"" << p.failed << " of " << p.cases << " cases failed\">"
+        if (f.property == p.id && (f.verdict == "Fail" || !f.summarised))
+          files += f.case_file + " (" + f.backend + ", " +
+                   (f.summarised ? std::to_string(f.occurrences) + " occurrences"
+                                 : std::string("in no summary: verdict unknown")) +
+                   "): " + f.detail + "\n";
+      std::string message = std::to_string(p.failed) + " of " + std::to_string(p.cases) + " cases failed";
+      if (unsummarised > 0)
+        message += ", and " + std::to_string(unsummarised) + " case files that no summary counts";
+      x << "      <failure message=\"" << xml_escape(message) << "\">"
         << xml_escape(files + "replay: pacts-fuzz replay <case file>") << "</failure>\n";
     } else if (p.passed + p.quality_warnings == 0) {
       x << "      <skipped message=\"" << (p.cases == 0 ? "no cases ran" : "every case NotSupported")

@@ -39,6 +39,10 @@ struct FailureRecord {
   bool shrink_bounded = false;
   std::string original, minimal;  // describe() of the case as generated and as shrunk
   int64_t occurrences = 1;         // failing cases that shrank to this signature
+  // false: found by `merge` as a case file that no summary names (a shard killed before its
+  // summary, a retried shard's older files): its verdict is unknown until it is replayed, and
+  // the counts of the properties do not include it. Written as "summarised": false.
+  bool summarised = true;
 };
 
 struct CampaignRecord {
@@ -63,9 +67,12 @@ struct Summary {
   std::vector<FailureRecord> failures;
   Coverage coverage;                      // cases the backend ran (NotSupported excluded)
   bool complete = true;                   // false for a checkpoint written mid-campaign
+  // What `merge` could not add up, one line per shard ("incomplete" in summary.json).
+  std::vector<std::string> incomplete;
 
   int64_t cases() const;
   int64_t failed() const;   // Fail verdicts (QualityWarnings are not failures)
+  int64_t unsummarised() const;  // failure records found as case files only (summarised false)
   nlohmann::json to_json() const;
   std::string junit_xml() const;
 };

@@ -7,6 +7,7 @@
 
 #include <pacts/backends/register.h>
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
 
 #include <gtest/gtest.h>
@@ -570,3 +571,240 @@ TEST(FuzzOutDir, ASecondCampaignOnTheSameFolderIsRefused) {
 TEST(FuzzSignal, SigintMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGINT, "SIGINT"); }
 
 TEST(FuzzSignal, SighupMidCampaignWritesTheSummary) { expect_signal_writes_the_summary(SIGHUP, "SIGHUP"); }
+
+// Merging shards that did not end cleanly (fuzz/README.md, "Sharding across machines, and
+// merging"): nothing a shard saved is dropped, and a merge that could not add everything up
+// says so (exit 3, "complete": false, one "incomplete" line per shard).
+namespace {
+
+// A shard of a campaign that finds the planted fault: exit 1, failures/ holds its case files.
+void run_faulty_shard(const fs::path& out, int cases = 4) {
+  ASSERT_EQ(run_binary({"run", "--backend", "host+v_tail_leak", "--properties", "POISON-1",
+                        "--cases", std::to_string(cases), "--jobs", "1", "--seed",
+                        std::to_string(kSeed), "--shrink-steps", "2", "--out", out.string()},
+                       out.string() + ".log"),
+            1);
+}
+
+// A shard that finds nothing: exit 0, a complete summary with no failures.
+void run_clean_shard(const fs::path& out, const std::string& shard = "0/1") {
+  ASSERT_EQ(run_binary({"run", "--backend", "host", "--properties", "ACC-1", "--cases", "2",
+                        "--jobs", "1", "--seed", std::to_string(kSeed), "--shard", shard, "--out",
+                        out.string()},
+                       out.string() + ".log"),
+            0);
+}
+
+std::vector<std::string> case_files_in(const fs::path& folder) {
+  std::vector<std::string> names;
+  if (!fs::is_directory(folder / "failures")) return names;
+  for (const auto& e : fs::directory_iterator(folder / "failures"))
+    if (e.path().extension() == ".json") names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The merged failures: every case file of `names` is one of them and lies in merged/failures.
+void expect_listed(const nlohmann::json& m, const fs::path& merged, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    bool found = false;
+    for (const auto& f : m["failures"]) found = found || f["case_file"] == "failures/" + n;
+    EXPECT_TRUE(found) << n << " not in " << m["failures"].dump();
+    EXPECT_TRUE(fs::exists(merged / "failures" / n)) << n;
+  }
+}
+
+}  // namespace
+
+// A shard killed with SIGKILL before any summary (--checkpoint-interval 0), and the same shard's
+// folder with a stale checkpoint summary (naming none of its case files) or a partial one: merge
+// reports it incomplete (exit 3) and still counts and lists every case file it saved, never
+// "0 failures"; the merged folder replays them.
+TEST(FuzzMerge, KilledShardIsIncompleteAndKeepsItsCaseFiles) {
+  const fs::path root = fresh_dir("merge_killed");
+  const fs::path killed = root / "killed";
+  const fs::path log = root / "killed.log";
+  const pid_t pid = spawn({"run", "--backend", "host+v_tail_leak", "--properties", "POISON-1",
+                           "--jobs", "1", "--seed", std::to_string(kSeed), "--shrink-steps", "2",
+                           "--checkpoint-interval", "0", "--out", killed.string()},
+                          log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+  while (read_text(log).find("saved:") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
+  ASSERT_FALSE(fs::exists(killed / "summary.json"));
+  // A case file being written at the kill may be cut short: only whole ones are expected back.
+  std::vector<std::string> names;
+  for (const std::string& n : case_files_in(killed))
+    if (pc::read_case_file((killed / "failures" / n).string()).is_ok()) names.push_back(n);
+    else fs::remove(killed / "failures" / n);
+  ASSERT_GE(names.size(), 1u) << read_text(log);
+
+  // A summary from another run stands in for a stale checkpoint and, cut in half, a partial one.
+  run_clean_shard(root / "clean");
+  nlohmann::json checkpoint = read_json(root / "clean" / "summary.json");
+  checkpoint["complete"] = false;
+  const std::string stale_text = checkpoint.dump(2);
+  const std::vector<std::pair<std::string, std::string>> variants = {
+      {"none", ""}, {"stale", stale_text}, {"partial", stale_text.substr(0, stale_text.size() / 2)}};
+  for (const auto& [name, summary] : variants) {
+    const fs::path shard = root / ("shard-" + name), merged = root / ("merged-" + name);
+    fs::copy(killed, shard, fs::copy_options::recursive);
+    if (!summary.empty()) std::ofstream(shard / "summary.json") << summary;
+    const fs::path merge_log = root / ("merge-" + name + ".log");
+    EXPECT_EQ(run_binary({"merge", merged.string(), shard.string()}, merge_log), 3) << name;
+    const std::string text = read_text(merge_log);
+    EXPECT_NE(text.find(shard.string() + ": incomplete: "), std::string::npos) << name;
+    for (const std::string& n : names) EXPECT_NE(text.find(n), std::string::npos) << name << " " << n;
+    const nlohmann::json m = read_json(merged / "summary.json");
+    EXPECT_FALSE(m["complete"].get<bool>()) << name;
+    EXPECT_FALSE(m["incomplete"].empty()) << name;
+    EXPECT_EQ(m["totals"]["distinct_failures"].get<size_t>(), names.size()) << name;
+    EXPECT_EQ(m["totals"]["unsummarised_failures"].get<size_t>(), names.size()) << name;
+    expect_listed(m, merged, names);
+    EXPECT_NE(read_text(merged / "junit.xml").find("<failure"), std::string::npos) << name;
+    for (const auto& f : m["failures"]) {
+      EXPECT_FALSE(f["summarised"].get<bool>()) << name;
+      EXPECT_EQ(f["shard"], "0/1");
+      EXPECT_EQ(f["campaign_seed"], std::to_string(kSeed));
+    }
+    EXPECT_EQ(run_binary({"replay", merged.string()}, root / ("replay-" + name + ".log")), 1) << name;
+  }
+}
+
+// A retried shard that wrote into the same folder: its summary (a run that found nothing) is new,
+// the first run's case files stayed. Merge lists every case file present, says which ones the
+// summary does not name, and exits 3: never fewer failures than replay finds.
+TEST(FuzzMerge, RetriedShardListsTheCaseFilesItsSummaryDoesNotName) {
+  const fs::path root = fresh_dir("merge_retried");
+  const fs::path shard = root / "shard";
+  run_faulty_shard(shard);
+  const std::vector<std::string> names = case_files_in(shard);
+  ASSERT_GE(names.size(), 1u);
+  run_clean_shard(root / "retry");
+  fs::copy_file(root / "retry" / "summary.json", shard / "summary.json",
+                fs::copy_options::overwrite_existing);
+  const fs::path merged = root / "merged", log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", merged.string(), shard.string()}, log), 3);
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find(std::to_string(names.size()) + " case files in " + (shard / "failures").string() +
+                      " that no summary names"),
+            std::string::npos);
+  for (const std::string& n : names) EXPECT_NE(text.find(n), std::string::npos) << n;
+  const nlohmann::json m = read_json(merged / "summary.json");
+  EXPECT_FALSE(m["complete"].get<bool>());
+  EXPECT_EQ(m["totals"]["failed"].get<int64_t>(), 0);  // the counts are the summary's
+  EXPECT_EQ(m["totals"]["unsummarised_failures"].get<size_t>(), names.size());
+  expect_listed(m, merged, names);
+  EXPECT_EQ(run_binary({"replay", merged.string()}, root / "replay.log"), 1);
+}
+
+// The same summary given twice (the same argument twice, the folder and its summary.json, another
+// spelling of the folder, a copy of the folder): counted once, each repeat named; exit 0.
+TEST(FuzzMerge, TheSameSummaryTwiceIsCountedOnce) {
+  const fs::path root = fresh_dir("merge_twice");
+  const fs::path a = root / "a";
+  run_faulty_shard(a);
+  fs::copy(a, root / "copy", fs::copy_options::recursive);
+  const nlohmann::json one = read_json(a / "summary.json");
+  const fs::path merged = root / "merged", log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", merged.string(), a.string(), a.string(), (a / "summary.json").string(),
+                        (root / "." / "a" / "").string(), (root / "copy").string()},
+                       log),
+            0);
+  const nlohmann::json m = read_json(merged / "summary.json");
+  EXPECT_EQ(m["campaigns"].size(), 1u);
+  EXPECT_EQ(m["totals"], one["totals"]);
+  EXPECT_EQ(m["properties"], one["properties"]);
+  const std::string text = read_text(log);
+  size_t repeats = 0;
+  for (size_t at = text.find("counted once"); at != std::string::npos; at = text.find("counted once", at + 1))
+    ++repeats;
+  EXPECT_EQ(repeats, 4u) << text;
+  EXPECT_NE(text.find((root / "copy").string() + ": the same campaign as " + a.string()), std::string::npos);
+}
+
+// A shard folder with no summary (never ran, or an empty folder) and a path that does not exist do
+// not abort the merge: each is reported, the other shards are merged, exit 3.
+TEST(FuzzMerge, AShardWithoutASummaryIsReportedAndTheOthersMerged) {
+  const fs::path root = fresh_dir("merge_missing");
+  run_clean_shard(root / "s0", "0/3");
+  run_clean_shard(root / "s2", "2/3");
+  fs::create_directories(root / "s1");
+  const fs::path merged = root / "merged", log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", merged.string(), (root / "s0").string(), (root / "s1").string(),
+                        (root / "s2").string(), (root / "s3").string()},
+                       log),
+            3);
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find((root / "s1").string() + ": incomplete: no summary"), std::string::npos) << text;
+  EXPECT_NE(text.find((root / "s3").string() + ": incomplete: no summary"), std::string::npos) << text;
+  const nlohmann::json m = read_json(merged / "summary.json");
+  EXPECT_FALSE(m["complete"].get<bool>());
+  EXPECT_EQ(m["incomplete"].size(), 2u);
+  EXPECT_EQ(m["campaigns"].size(), 2u);
+  EXPECT_EQ(m["totals"]["cases"].get<int64_t>(),
+            read_json(root / "s0" / "summary.json")["totals"]["cases"].get<int64_t>() +
+                read_json(root / "s2" / "summary.json")["totals"]["cases"].get<int64_t>());
+}
+
+// Merge's own output folder is claimed as a campaign's --out: refused (exit 2, naming it) while
+// another run holds it, and never one of the inputs.
+TEST(FuzzMerge, TheOutputFolderIsLockedAndNeverAnInput) {
+  const fs::path root = fresh_dir("merge_locked");
+  run_clean_shard(root / "s0");
+  const fs::path merged = root / "merged", log = root / "merge.log";
+  {
+    auto held = pc::claim_out_dir(merged.string(), "--out", {});
+    ASSERT_TRUE(held.is_ok()) << held.status().to_string();
+    EXPECT_EQ(run_binary({"merge", merged.string(), (root / "s0").string()}, log), 2);
+    EXPECT_NE(read_text(log).find("'" + merged.string() + "': another pacts run is writing into this folder"),
+              std::string::npos);
+    EXPECT_FALSE(fs::exists(merged / "summary.json"));
+  }
+  EXPECT_EQ(run_binary({"merge", merged.string(), (root / "s0").string()}, log), 0);
+  EXPECT_EQ(run_binary({"merge", (root / "s0").string(), (root / "s0").string()}, log), 2);
+  EXPECT_NE(read_text(log).find("is also the folder of the input"), std::string::npos);
+  EXPECT_TRUE(fs::exists(root / "s0" / "summary.json"));
+}
+
+// A shard retried on its own folder by this pacts-fuzz: the first run's files were moved into
+// previous-*/, so the merge is of the retry alone (complete, exit 0), and it names the earlier
+// run's folder and its case files count, so that they are not lost from sight.
+TEST(FuzzMerge, ARetriedShardsEarlierRunIsNamed) {
+  const fs::path root = fresh_dir("merge_previous");
+  const fs::path shard = root / "shard";
+  run_faulty_shard(shard);
+  const size_t first = case_files_in(shard).size();
+  ASSERT_GE(first, 1u);
+  run_clean_shard(shard);
+  const fs::path log = root / "merge.log";
+  EXPECT_EQ(run_binary({"merge", (root / "merged").string(), shard.string()}, log), 0);
+  EXPECT_NE(read_text(log).find("earlier runs in this folder were moved aside and are not merged"),
+            std::string::npos);
+  EXPECT_NE(read_text(log).find("(" + std::to_string(first) + " case files)"), std::string::npos);
+}
+
+// A merged summary given with one of its own shards: the shard after the merged summary is the
+// same campaign, counted once (exit 0); the merged summary after the shard would count the shard's
+// cases twice, so it is not added and the merge is incomplete (exit 3), naming both.
+TEST(FuzzMerge, AMergedSummaryOverlappingAShardIsNotCountedTwice) {
+  const fs::path root = fresh_dir("merge_overlap");
+  run_clean_shard(root / "s0", "0/2");
+  run_clean_shard(root / "s1", "1/2");
+  const fs::path log = root / "merge.log";
+  ASSERT_EQ(run_binary({"merge", (root / "m01").string(), (root / "s0").string(), (root / "s1").string()}, log), 0);
+  const nlohmann::json m01 = read_json(root / "m01" / "summary.json");
+  EXPECT_EQ(run_binary({"merge", (root / "a").string(), (root / "m01").string(), (root / "s0").string()}, log), 0);
+  EXPECT_NE(read_text(log).find((root / "s0").string() + ": the same campaign as " + (root / "m01").string()),
+            std::string::npos);
+  EXPECT_EQ(read_json(root / "a" / "summary.json")["totals"], m01["totals"]);
+  EXPECT_EQ(run_binary({"merge", (root / "b").string(), (root / "s0").string(), (root / "m01").string()}, log), 3);
+  EXPECT_NE(read_text(log).find((root / "m01").string() + ": incomplete: not added: some of its campaigns were merged "
+                                "already from " + (root / "s0").string()),
+            std::string::npos);
+  const nlohmann::json b = read_json(root / "b" / "summary.json");
+  EXPECT_EQ(b["totals"]["cases"], read_json(root / "s0" / "summary.json")["totals"]["cases"]);
+  EXPECT_FALSE(b["complete"].get<bool>());
+}
