@@ -805,8 +805,8 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
   // Whether (row q, chunk position j) is a partial of the row that merges (not empty).
   const auto used = [&](int q, int64_t c, int j, int n) {
     // Mutant: every partition of the item merges into every row, the empty partials of a row
-    // (past its last key, before its window) included: their weight e^(-inf - top) is 0, and 0
-    // times their unwritten accumulator is read (spec/operator.md §10 says select them away).
+    // (past its last key, before its window) included: each is weighted (merge_weight) and its
+    // unwritten accumulator read (spec/operator.md §10 says select them away).
     if (PACTS_MUTANT(empty_partition_nan)) return j < n;
     return j < n && row_zs(q).contains(c + j) && common::merge_uses(sh.part_m[q][j], sh.part_l[q][j]);
   };
