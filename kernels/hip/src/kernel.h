@@ -833,8 +833,9 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
     if (ci + 1 < chunks) __syncthreads();  // the chunk's partials are read before the next is
   }
   // (2) Per chunk: every used (row, partition)'s weight is computed once (0 where the partial is
-  // not used), then the sums in partition order. The loops are kept short and rolled: at batch 1
-  // the merge kernel runs once from a cold instruction cache, and its code is fetched from DRAM.
+  // not used), then the sums in partition order. The loops are kept short and rolled: a first
+  // version unrolled over 32 partitions, its loads issued before the weights, took 7-11 us longer
+  // per split call (docs/kernel-design.md, "Where the time goes").
   double acc[kElems];
 #pragma unroll
   for (int k = 0; k < kElems; ++k) acc[k] = 0.0;
