@@ -379,6 +379,8 @@ TEST(FuzzJunit, StableNamesNoPathSuiteAttributesAndReasons) {
   const auto skipped = all(*root, "skipped");
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0]->attributes.at("message").find(kHostReason), std::string::npos);
+  EXPECT_EQ(skipped[0]->attributes.at("message").rfind("NotSupported (Mandatory) on k___", 0), 0u)
+      << skipped[0]->attributes.at("message");
   bool stop_seen = false;
   for (const Element* p : all(*root, "property"))
     stop_seen |= p->attributes.at("value").find("stop cases <&\">") != std::string::npos;

@@ -1,6 +1,7 @@
 #include "summary.h"
 
 #include <pacts/conformance/out_dir.h>
+#include <pacts/conformance/property.h>
 
 #include <algorithm>
 #include <ctime>
@@ -435,7 +436,8 @@ std::string Summary::junit_xml() const {
     const std::string part = junit_class_part(c.backend);
     backend = backend.empty() || backend == part ? part : "mixed";
   }
-  const std::string classname = "pacts.fuzz." + (backend.empty() ? std::string("unnamed") : backend);
+  if (backend.empty()) backend = "unnamed";
+  const std::string classname = "pacts.fuzz." + backend;
   // When: the earliest campaign's start (ISO 8601 UTC, sortable as text); where: this machine.
   std::string started;
   for (const CampaignRecord& c : campaigns)
@@ -478,11 +480,16 @@ std::string Summary::junit_xml() const {
       x << "      <failure message=\"" << xml_escape(message) << "\">"
         << xml_escape(files + "replay: pacts-fuzz replay <case file>") << "</failure>\n";
     } else if (p.passed + p.quality_warnings == 0) {
+      // As pacts-qualify's: "NotSupported (LEVEL) on BACKEND: the backend's reason".
+      const conformance::Property* known = conformance::find_property(p.id);
+      const std::string level = known == nullptr ? "unknown level"
+                                : known->level == conformance::Level::kMandatory ? "Mandatory"
+                                                                                 : "QualityWarning";
       x << "      <skipped message=\""
         << xml_escape(p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
-                                   : "every case NotSupported: " + (p.not_supported_reason.empty()
-                                                                        ? std::string("the backend gave no reason")
-                                                                        : p.not_supported_reason))
+                                   : "NotSupported (" + level + ") on " + backend + ", every case: " +
+                                         (p.not_supported_reason.empty() ? std::string("the backend gave no reason")
+                                                                         : p.not_supported_reason))
         << "\"/>\n";
     }
     x << "      <system-out>" << xml_escape(p.test_name) << ": " << p.cases << " cases, " << p.passed << " passed, "
