@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>  // gethostname
+
 #ifndef PACTS_SUITE_VERSION
 #error "PACTS_SUITE_VERSION must be defined by the build (git describe at configure time)"
 #endif
@@ -216,6 +218,8 @@ std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Back
     const pc::Outcome o = pc::check_mustpass(e, p, backend, reference);
     add(row.mustpass, o.verdict);
     if (o.verdict == pc::Verdict::kCrash || o.verdict == pc::Verdict::kTimeout) lost = o.verdict;
+    if (o.verdict == pc::Verdict::kNotSupported && row.not_supported_reason.empty())
+      row.not_supported_reason = "mustpass " + e.path + ": " + o.detail;
     row.worst_ratio = std::max(row.worst_ratio, o.worst_ratio);
     if (pc::is_failure(o.verdict) || o.verdict == pc::Verdict::kQualityWarning) {
       row.failing_case_files.push_back(e.path);
@@ -228,6 +232,9 @@ std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Back
   const bool bad = pc::is_failure(s.verdict) || s.verdict == pc::Verdict::kQualityWarning;
   row.generated.pass = s.passed;
   row.generated.not_supported = s.not_supported;
+  // The reason of a NotSupported row (spec/properties.md §1): the backend's own, from the first
+  // case it refused; a generated case's reason names no file and reads the same on every run.
+  if (!s.not_supported_reason.empty()) row.not_supported_reason = s.not_supported_reason;
   row.generated.fail = pc::is_failure(s.verdict) ? 1 : 0;
   row.generated.quality_warning = s.verdict == pc::Verdict::kQualityWarning ? 1 : 0;
   row.worst_ratio = std::max(row.worst_ratio, s.worst_ratio);
@@ -369,6 +376,11 @@ int main(int argc, char** argv) {
   report.compiler = compiler();
   report.build_type = PACTS_BUILD_TYPE;
   report.started_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  const auto run_t0 = std::chrono::steady_clock::now();
+  {
+    char host[256] = {};
+    report.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  }
   report.seed = settings.run.seed;
   report.cases_per_property = settings.run.cases;
   if (app.get_option("--out")->count() == 0) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");
@@ -471,6 +483,7 @@ int main(int argc, char** argv) {
     if (stop_signal.load() != 0) break;
     report.backends.push_back(qualify_backend(*o.backend, o.gpu_target, *reference, settings));
   }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_t0).count();
   const int stopped_by = stop_signal.load();
   if (stopped_by != 0) report.interrupted = signal_name(stopped_by);
 

@@ -131,7 +131,26 @@ std::string count_cell(const Counts& c) {
 
 bool row_failed(const PropertyRow& r) { return is_failure(r.verdict); }
 
+// What a NotSupported row says about why: the backend's reason, or that it gave none.
+std::string not_supported_text(const PropertyRow& r) {
+  return r.not_supported_reason.empty() ? std::string("the backend gave no reason") : r.not_supported_reason;
+}
+
 }  // namespace
+
+std::string junit_class_part(const std::string& name) {
+  std::string out;
+  for (const char ch : name) {
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                    ch == '_' || ch == '.' || ch == '-';
+    out += ok ? ch : '_';
+  }
+  return out.empty() ? std::string("unnamed") : out;
+}
+
+std::string declared_name(const BackendSection& b) {
+  return b.plugin_name.empty() ? b.name : b.plugin_name;
+}
 
 Verdict combine(const Counts& mustpass, const Counts& generated) {
   if (mustpass.fail + generated.fail > 0) return Verdict::kFail;
@@ -156,6 +175,7 @@ json to_json(const Report& r) {
   j["compiler"] = r.compiler;
   j["build_type"] = r.build_type;
   j["started_utc"] = r.started_utc;
+  j["hostname"] = r.hostname;
   j["seed"] = std::to_string(r.seed);  // decimal string: exact beyond 2^53 (spec/case_files.md §2.2)
   j["cases_per_property"] = r.cases_per_property;
   j["mustpass"] = {{"version", r.mustpass_version}, {"dir", r.mustpass_dir},
@@ -195,6 +215,9 @@ json to_json(const Report& r) {
                                {"seconds", row.seconds},
                                {"failing_case_files", row.failing_case_files},
                                {"detail", row.detail},
+                               {"not_supported_reason", row.verdict == Verdict::kNotSupported
+                                                            ? json(not_supported_text(row))
+                                                            : json(nullptr)},
                                {"replay", row.replay}});
     j["backends"].push_back(std::move(jb));
   }
@@ -305,6 +328,16 @@ std::string to_markdown(const Report& r) {
         md << "  - case file `" << f << "`: `pacts case run " << f << " --backend " << b.name << "`\n";
     }
     if (any) md << "\n";
+    // NotSupported is never a failure, but a Mandatory property the backend refused says why.
+    bool refused = false;
+    for (const PropertyRow& row : b.rows) {
+      if (row.verdict != Verdict::kNotSupported) continue;
+      if (!refused) md << "### NotSupported, and why\n\n";
+      refused = true;
+      md << "- **" << row.id << "** " << (row.mandatory ? "Mandatory" : "QualityWarning")
+         << ", NotSupported: " << cell(not_supported_text(row)) << "\n";
+    }
+    if (refused) md << "\n";
     md << "### Bench sets\n\n" << b.bench << "\n\n";
   }
 
@@ -336,32 +369,47 @@ std::string to_junit(const Report& r) {
   }
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"pacts-qualify\" tests=\"" << tests << "\" failures=\"" << failures
-    << "\" skipped=\"" << skipped << "\">\n";
-  const auto suite_open = [&](const std::string& name, size_t n, int64_t f, int64_t s) {
+    << "\" skipped=\"" << skipped << "\" time=\"" << r.seconds << "\">\n";
+  // Every testsuite: its counts, its time, when the run started (ISO 8601 UTC) and where.
+  const auto suite_open = [&](const std::string& name, size_t n, int64_t f, int64_t s, double seconds,
+                              const std::vector<std::pair<std::string, std::string>>& extra) {
     x << "  <testsuite name=\"" << xml_escaped(name) << "\" tests=\"" << n << "\" failures=\""
-      << f << "\" skipped=\"" << s << "\">\n";
+      << f << "\" errors=\"0\" skipped=\"" << s << "\" time=\"" << seconds << "\" timestamp=\""
+      << xml_escaped(r.started_utc) << "\" hostname=\"" << xml_escaped(r.hostname) << "\">\n";
     x << "    <properties>\n"
       << "      <property name=\"suite_version\" value=\"" << xml_escaped(r.suite_version) << "\"/>\n"
-      << "      <property name=\"seed\" value=\"" << r.seed << "\"/>\n"
-      << "    </properties>\n";
+      << "      <property name=\"seed\" value=\"" << r.seed << "\"/>\n";
+    for (const auto& [key, value] : extra)
+      x << "      <property name=\"" << xml_escaped(key) << "\" value=\"" << xml_escaped(value) << "\"/>\n";
+    x << "    </properties>\n";
   };
   for (const BackendSection& b : r.backends) {
     const int64_t f = std::count_if(b.rows.begin(), b.rows.end(), row_failed);
     const int64_t s = std::count_if(b.rows.begin(), b.rows.end(), [](const PropertyRow& row) {
       return row.verdict == Verdict::kNotSupported;
     });
-    suite_open(b.name, b.rows.size(), f, s);
+    double seconds = 0;
+    for (const PropertyRow& row : b.rows) seconds += row.seconds;
+    // The classname is the backend's declared name, never its path: a JUnit reader splits a
+    // classname at its dots, and "lib:/opt/k/libk.so" would read as class "so".
+    const std::string classname = "pacts.qualify." + junit_class_part(declared_name(b));
+    std::vector<std::pair<std::string, std::string>> extra = {{"backend", b.name}, {"device", b.device}};
+    if (!b.plugin_path.empty()) extra.emplace_back("plugin_path", b.plugin_path);
+    suite_open(classname, b.rows.size(), f, s, seconds, extra);
     for (const PropertyRow& row : b.rows) {
-      x << "    <testcase classname=\"pacts." << xml_escaped(b.name) << "\" name=\""
-        << xml_escaped(row.id + " " + row.name) << "\" time=\"" << row.seconds << "\">\n";
+      x << "    <testcase classname=\"" << xml_escaped(classname) << "\" name=\"" << xml_escaped(row.id)
+        << "\" time=\"" << row.seconds << "\">\n";
       const std::string files = joined(row.failing_case_files, "; ");
       if (is_failure(row.verdict))
         x << "      <failure message=\"" << xml_escaped(row.detail) << "\" type=\""
           << verdict_name(row.verdict) << "\">"
-          << xml_escaped("case files: " + files + (row.replay.empty() ? "" : "\nreplay: " + row.replay))
+          << xml_escaped(row.name + "\ncase files: " + files + (row.replay.empty() ? "" : "\nreplay: " + row.replay))
           << "</failure>\n";
       if (row.verdict == Verdict::kNotSupported)
-        x << "      <skipped message=\"NotSupported on " << xml_escaped(b.name) << "\"/>\n";
+        x << "      <skipped message=\""
+          << xml_escaped("NotSupported (" + std::string(row.mandatory ? "Mandatory" : "QualityWarning") +
+                         ") on " + declared_name(b) + ": " + not_supported_text(row))
+          << "\"/>\n";
       if (row.verdict == Verdict::kQualityWarning)
         x << "      <system-out>" << xml_escaped("QualityWarning: " + row.detail + "\ncase files: " + files)
           << "</system-out>\n";
@@ -371,18 +419,21 @@ std::string to_junit(const Report& r) {
   }
   const int64_t self_failed = std::count_if(r.self_checks.begin(), r.self_checks.end(),
                                             [](const CheckResult& c) { return c.verdict == Verdict::kFail; });
-  suite_open("reference self-checks", r.self_checks.size(), self_failed, 0);
+  double self_seconds = 0;
+  for (const CheckResult& c : r.self_checks) self_seconds += c.seconds;
+  suite_open("pacts.qualify.self-checks", r.self_checks.size(), self_failed, 0, self_seconds, {});
   for (const CheckResult& c : r.self_checks) {
-    x << "    <testcase classname=\"pacts.self_checks\" name=\"" << xml_escaped(c.id + " " + c.name)
+    x << "    <testcase classname=\"pacts.qualify.self-checks\" name=\"" << xml_escaped(c.id)
       << "\" time=\"" << c.seconds << "\">\n";
     if (c.verdict == Verdict::kFail)
-      x << "      <failure message=\"" << xml_escaped(c.detail) << "\" type=\"Fail\"/>\n";
+      x << "      <failure message=\"" << xml_escaped(c.detail) << "\" type=\"Fail\">"
+        << xml_escaped(c.name) << "</failure>\n";
     x << "    </testcase>\n";
   }
   x << "  </testsuite>\n";
   if (!r.interrupted.empty()) {
-    suite_open("run", 1, 1, 0);
-    x << "    <testcase classname=\"pacts.run\" name=\"complete run\" time=\"0\">\n"
+    suite_open("pacts.qualify.run", 1, 1, 0, 0, {});
+    x << "    <testcase classname=\"pacts.qualify.run\" name=\"complete-run\" time=\"0\">\n"
       << "      <failure message=\"interrupted by " << xml_escaped(r.interrupted)
       << ": not a complete run\" type=\"Interrupted\"/>\n    </testcase>\n  </testsuite>\n";
   }

@@ -32,6 +32,7 @@ struct PropertyRow {
   double seconds = 0;
   std::vector<std::string> failing_case_files;  // mustpass files, then the shrunk generated case
   std::string detail;              // the first failure or warning
+  std::string not_supported_reason;  // why the backend refused the property's cases (NotSupported)
   std::string replay;              // the command that replays the generated failure
 };
 
@@ -47,7 +48,10 @@ struct BackendSection {
 };
 
 struct Report {
-  std::string suite_version, compiler, build_type, started_utc;
+  std::string suite_version, compiler, build_type;
+  std::string started_utc;  // ISO 8601 UTC, "2026-01-02T03:04:05Z"
+  std::string hostname;     // the machine the run ran on
+  double seconds = 0;       // the run's wall time
   uint64_t seed = 0;
   int32_t cases_per_property = 0;
   std::string mustpass_dir;
@@ -71,7 +75,19 @@ bool mandatory_failure(const Report& report);
 
 nlohmann::json to_json(const Report& report);
 std::string to_markdown(const Report& report);
+// JUnit XML: one testsuite per backend (and one for the reference's self-checks), each with
+// `time`, `timestamp` and `hostname`; one testcase per property, classname
+// `pacts.qualify.<backend>` (junit_class_part of the backend's declared name, never a path) and
+// name the property ID.
 std::string to_junit(const Report& report);
+
+// `name` reduced to [A-Za-z0-9_.-] for a JUnit classname part: every other character becomes
+// '_', and a name that is empty after that is "unnamed".
+std::string junit_class_part(const std::string& name);
+
+// The name a backend is known by in JUnit and tables: an external backend's declared name
+// (its plugin or child's own), else the backend's name.
+std::string declared_name(const BackendSection& backend);
 
 // Writes report.md, report.json and report.junit.xml into `dir` (created if needed), all three
 // or none (conformance/out_dir.h): a failed write leaves no file cut short.

@@ -256,3 +256,52 @@ TEST(QualifyReportWrite, AFailedWriteLeavesNoReportCutShort) {
 }
 
 }  // namespace
+
+namespace {
+
+// The attribute `key` of the first element that starts with `open` after `from`, "" if none.
+std::string attribute_after(const std::string& xml, const std::string& open, const std::string& key,
+                            size_t from = 0) {
+  const size_t at = xml.find(open, from);
+  if (at == std::string::npos) return "";
+  const size_t end = xml.find('>', at);
+  const size_t k = xml.find(" " + key + "=\"", at);
+  if (k == std::string::npos || k > end) return "";
+  const size_t v = k + key.size() + 3;
+  return xml.substr(v, xml.find('"', v) - v);
+}
+
+}  // namespace
+
+// The host backend reports PACTS-DEV-2 (Mandatory) NotSupported: the JUnit skipped message and
+// report.md give the backend's reason; every testsuite has time, timestamp and hostname; the
+// testcase is pacts.qualify.host / PACTS-DEV-2.
+TEST(QualifyReportJunit, NotSupportedSaysWhyAndSuitesSayWhenAndWhere) {
+  const fs::path out = fresh_dir("notsupported");
+  const fs::path log = out.parent_path() / "notsupported.log";
+  ASSERT_EQ(run_to_end({"--backend", "host", "--property", "PACTS-DEV-2", "--cases", "2",
+                        "--bench-sets", "none", "--out", out.string()},
+                       log),
+            0)
+      << read_text(log);
+  const std::string xml = read_text(out / "report.junit.xml");
+  const size_t testcase = xml.find("<testcase classname=\"pacts.qualify.host\" name=\"PACTS-DEV-2\"");
+  ASSERT_NE(testcase, std::string::npos) << xml;
+  const std::string message = attribute_after(xml, "<skipped ", "message", testcase);
+  const std::string prefix = "NotSupported (Mandatory) on host: ";
+  ASSERT_EQ(message.rfind(prefix, 0), 0u) << xml;
+  const std::string reason = message.substr(prefix.size());
+  EXPECT_GT(reason.size(), 10u) << xml;
+  EXPECT_EQ(reason.find("no reason"), std::string::npos) << xml;
+  EXPECT_NE(read_text(out / "report.md").find("**PACTS-DEV-2** Mandatory, NotSupported: " + reason),
+            std::string::npos)
+      << read_text(out / "report.md");
+  size_t suites = 0;
+  for (size_t at = xml.find("<testsuite "); at != std::string::npos; at = xml.find("<testsuite ", at + 1)) {
+    ++suites;
+    EXPECT_FALSE(attribute_after(xml, "<testsuite ", "time", at).empty()) << xml;
+    EXPECT_EQ(attribute_after(xml, "<testsuite ", "timestamp", at).size(), 20u) << xml;  // ...T..:..:..Z
+    EXPECT_FALSE(attribute_after(xml, "<testsuite ", "hostname", at).empty()) << xml;
+  }
+  EXPECT_EQ(suites, 2u);  // host, the reference's self-checks
+}

@@ -76,7 +76,10 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
     }
     if (!tracker.shrinking) {
       ++stats.cases;
-      if (o.verdict == Verdict::kNotSupported) ++stats.not_supported;
+      if (o.verdict == Verdict::kNotSupported) {
+        ++stats.not_supported;
+        if (stats.not_supported_reason.empty()) stats.not_supported_reason = o.detail;
+      }
       if (o.verdict == Verdict::kPass) ++stats.passed;
       if (o.verdict != Verdict::kNotSupported) {
         ++stats.ran_per_kv_format[io::name_of(io::kFormatNames, spec.shape.kv_format)];

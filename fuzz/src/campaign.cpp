@@ -214,7 +214,7 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
 
   Shared sh;
   for (const pc::Property* p : props)
-    sh.counts.push_back({p->id, p->name, p->test_name(), 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    sh.counts.push_back({p->id, p->name, p->test_name(), 0, 0, 0, 0, 0, 0, 0, 0, 0, {}});
   sh.times.resize(workers.size());
   for (size_t i = 0; i < props.size(); ++i)
     sh.costly_started.push_back(std::make_unique<std::atomic<int32_t>>(0));
@@ -390,7 +390,10 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
           case pc::Verdict::kFail:
           case pc::Verdict::kCrash:
           case pc::Verdict::kTimeout: ++c.failed; break;
-          case pc::Verdict::kNotSupported: ++c.not_supported; break;
+          case pc::Verdict::kNotSupported:
+            ++c.not_supported;
+            if (c.not_supported_reason.empty()) c.not_supported_reason = outcome.detail;
+            break;
           case pc::Verdict::kQualityWarning: ++c.quality_warnings; break;
         }
         c.worst_ratio = std::max(c.worst_ratio, outcome.worst_ratio);

@@ -1,13 +1,17 @@
 #include "summary.h"
 
 #include <pacts/conformance/out_dir.h>
+#include <pacts/conformance/property.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <unistd.h>  // gethostname
 
 namespace pacts::fuzz {
 namespace {
@@ -16,6 +20,30 @@ using Json = nlohmann::json;
 
 std::string shard_text(const Shard& s) {
   return std::to_string(s.index) + "/" + std::to_string(s.count);
+}
+
+// The backend part of a JUnit classname, in [A-Za-z0-9_.-]: never a path (a JUnit reader splits a
+// classname at its dots, and "lib:/opt/k/libk.so" would read as class "so"): a plugin's file
+// stem without "lib", a child command's words.
+std::string junit_class_part(std::string name) {
+  if (name.rfind("auto: ", 0) == 0) name = name.substr(6);
+  for (const std::string prefix : {"lib:", "exec:"})
+    if (name.rfind(prefix, 0) == 0) {
+      name = std::filesystem::path(name.substr(prefix.size())).stem().string();
+      if (prefix == "lib:" && name.rfind("lib", 0) == 0 && name.size() > 3) name = name.substr(3);
+    }
+  std::string out;
+  for (const char ch : name) {
+    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                    ch == '_' || ch == '.' || ch == '-';
+    out += ok ? ch : '_';
+  }
+  return out.empty() ? std::string("unnamed") : out;
+}
+
+std::string host_name() {
+  char host[256] = {};
+  return gethostname(host, sizeof host - 1) == 0 && host[0] != 0 ? std::string(host) : "unknown";
 }
 
 std::string xml_escape(const std::string& s) {
@@ -177,7 +205,8 @@ Json property_json(const PropertyCounts& p) {
           {"skipped", p.skipped},
           {"discarded", p.discarded},
           {"worst_ratio", p.worst_ratio},
-          {"seconds", p.seconds}};
+          {"seconds", p.seconds},
+          {"not_supported_reason", p.not_supported_reason}};
 }
 
 PropertyCounts property_from(const Json& j, const std::string& path) {
@@ -195,6 +224,9 @@ PropertyCounts property_from(const Json& j, const std::string& path) {
   p.discarded = r.integer("discarded");
   p.worst_ratio = r.number("worst_ratio");
   p.seconds = r.number("seconds");
+  // Absent from the summaries of earlier versions.
+  if (j.is_object() && j.contains("not_supported_reason") && j["not_supported_reason"].is_string())
+    p.not_supported_reason = j["not_supported_reason"].get<std::string>();
   if (p.passed + p.not_supported + p.failed + p.quality_warnings != p.cases)
     throw FieldError{r.path("cases") + " " + std::to_string(p.cases) +
                      ": expected passed + not_supported + failed + quality_warnings"};
@@ -355,6 +387,7 @@ void merge_into(Summary& into, const Summary& part) {
     it->cases += p.cases;
     it->passed += p.passed;
     it->not_supported += p.not_supported;
+    if (it->not_supported_reason.empty()) it->not_supported_reason = p.not_supported_reason;
     it->failed += p.failed;
     it->quality_warnings += p.quality_warnings;
     it->skipped += p.skipped;
@@ -396,12 +429,34 @@ std::string Summary::junit_xml() const {
     if (p.failed > 0 || unsummarised_of(p.id) > 0) ++failing;
     else if (p.passed + p.quality_warnings == 0) ++skipped;
   }
+  // One stable name per test, as pacts-qualify's: classname pacts.fuzz.<backend>, name the
+  // property ID. Campaigns of several backends merged: "mixed" (each campaign is a property).
+  std::string backend;
+  for (const CampaignRecord& c : campaigns) {
+    const std::string part = junit_class_part(c.backend);
+    backend = backend.empty() || backend == part ? part : "mixed";
+  }
+  if (backend.empty()) backend = "unnamed";
+  const std::string classname = "pacts.fuzz." + backend;
+  // When: the earliest campaign's start (ISO 8601 UTC, sortable as text); where: this machine.
+  std::string started;
+  for (const CampaignRecord& c : campaigns)
+    if (!c.started_utc.empty() && (started.empty() || c.started_utc < started)) started = c.started_utc;
+  if (started.empty()) {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    started = text;
+  }
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"pacts-fuzz\" tests=\"" << properties.size() << "\" failures=\""
     << failing << "\" skipped=\"" << skipped << "\" time=\"" << seconds << "\">\n";
-  x << "  <testsuite name=\"pacts-fuzz\" tests=\"" << properties.size() << "\" failures=\""
-    << failing << "\" skipped=\"" << skipped << "\" errors=\"0\" time=\"" << seconds << "\">\n";
+  x << "  <testsuite name=\"" << xml_escape(classname) << "\" tests=\"" << properties.size() << "\" failures=\""
+    << failing << "\" skipped=\"" << skipped << "\" errors=\"0\" time=\"" << seconds << "\" timestamp=\""
+    << xml_escape(started) << "\" hostname=\"" << xml_escape(host_name()) << "\">\n";
   x << "    <properties>\n";
   for (const CampaignRecord& c : campaigns)
     x << "      <property name=\"campaign\" value=\"seed " << c.seed << " shard "
@@ -409,7 +464,7 @@ std::string Summary::junit_xml() const {
       << " stop " << xml_escape(c.stop_reason) << "\"/>\n";
   x << "    </properties>\n";
   for (const PropertyCounts& p : properties) {
-    x << "    <testcase classname=\"pacts-fuzz\" name=\"" << xml_escape(p.test_name) << "\" time=\""
+    x << "    <testcase classname=\"" << xml_escape(classname) << "\" name=\"" << xml_escape(p.id) << "\" time=\""
       << p.seconds << "\">\n";
     if (const int64_t unsummarised = unsummarised_of(p.id); p.failed > 0 || unsummarised > 0) {
       std::string files;
@@ -425,10 +480,19 @@ std::string Summary::junit_xml() const {
       x << "      <failure message=\"" << xml_escape(message) << "\">"
         << xml_escape(files + "replay: pacts-fuzz replay <case file>") << "</failure>\n";
     } else if (p.passed + p.quality_warnings == 0) {
-      x << "      <skipped message=\"" << (p.cases == 0 ? "no cases ran" : "every case NotSupported")
+      // As pacts-qualify's: "NotSupported (LEVEL) on BACKEND: the backend's reason".
+      const conformance::Property* known = conformance::find_property(p.id);
+      const std::string level = known == nullptr ? "unknown level"
+                                : known->level == conformance::Level::kMandatory ? "Mandatory"
+                                                                                 : "QualityWarning";
+      x << "      <skipped message=\""
+        << xml_escape(p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
+                                   : "NotSupported (" + level + ") on " + backend + ", every case: " +
+                                         (p.not_supported_reason.empty() ? std::string("the backend gave no reason")
+                                                                         : p.not_supported_reason))
         << "\"/>\n";
     }
-    x << "      <system-out>" << p.id << ": " << p.cases << " cases, " << p.passed << " passed, "
+    x << "      <system-out>" << xml_escape(p.test_name) << ": " << p.cases << " cases, " << p.passed << " passed, "
       << p.not_supported << " not supported, " << p.failed << " failed, " << p.quality_warnings
       << " quality warnings, " << p.skipped << " skipped, " << p.discarded
       << " discarded, worst error/bound " << p.worst_ratio

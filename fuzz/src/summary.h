@@ -24,6 +24,7 @@ struct PropertyCounts {
   int64_t discarded = 0;   // indices whose case the generator could not produce (GenerationFailure)
   double worst_ratio = 0;  // worst error/bound ratio over every case checked (0: bitwise only)
   double seconds = 0;      // worker time spent on its cases, shrinking included
+  std::string not_supported_reason;  // the first NotSupported case's reason (the backend's own)
 };
 
 // One distinct minimal failure. `signature` identifies it: property, backend and the case's

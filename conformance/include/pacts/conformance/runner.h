@@ -31,6 +31,7 @@ struct PropertyStats {
   int64_t cases = 0, passed = 0, not_supported = 0, failed = 0;
   double worst_ratio = 0;
   std::string failure;                // the minimal case's outcome detail
+  std::string not_supported_reason;   // the first NotSupported case's reason (Outcome::detail)
   std::optional<CaseSpec> minimal;    // the shrunk failing case
   std::string case_file;              // where it was saved
   std::string replay;                 // the command that replays it
