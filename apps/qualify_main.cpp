@@ -13,6 +13,7 @@
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
 #include <pacts/conformance/command_line.h>
+#include <pacts/conformance/junit.h>
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
@@ -38,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>  // gethostname
 
 #ifndef PACTS_SUITE_VERSION
 #error "PACTS_SUITE_VERSION must be defined by the build (git describe at configure time)"
@@ -377,10 +377,7 @@ int main(int argc, char** argv) {
   report.build_type = PACTS_BUILD_TYPE;
   report.started_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
   const auto run_t0 = std::chrono::steady_clock::now();
-  {
-    char host[256] = {};
-    report.hostname = gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
-  }
+  report.hostname = pc::host_name();
   report.seed = settings.run.seed;
   report.cases_per_property = settings.run.cases;
   if (app.get_option("--out")->count() == 0) out_dir = "qualify-" + utc_now("%Y%m%d-%H%M%S");

@@ -1,5 +1,6 @@
 #include "qualify_report.h"
 
+#include <pacts/conformance/junit.h>
 #include <pacts/conformance/out_dir.h>
 
 #include <pacts/spec/formats.h>
@@ -95,27 +96,6 @@ json profile_json(const spec::NumericsProfile& p) {
                          {"kv_formats", format_names(requant_formats(p.q_requant))}}}};
 }
 
-// The text of XML attribute values and character data.
-std::string xml_escaped(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char ch : s) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 admits no control characters but tab, newline and carriage return.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-          out += ' ';
-        else
-          out += ch;
-    }
-  }
-  return out;
-}
 
 // Table cells: one line, no pipe.
 std::string cell(std::string s) {
@@ -138,15 +118,6 @@ std::string not_supported_text(const PropertyRow& r) {
 
 }  // namespace
 
-std::string junit_class_part(const std::string& name) {
-  std::string out;
-  for (const char ch : name) {
-    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-                    ch == '_' || ch == '.' || ch == '-';
-    out += ok ? ch : '_';
-  }
-  return out.empty() ? std::string("unnamed") : out;
-}
 
 std::string declared_name(const BackendSection& b) {
   return b.plugin_name.empty() ? b.name : b.plugin_name;

@@ -81,10 +81,6 @@ std::string to_markdown(const Report& report);
 // name the property ID.
 std::string to_junit(const Report& report);
 
-// `name` reduced to [A-Za-z0-9_.-] for a JUnit classname part: every other character becomes
-// '_', and a name that is empty after that is "unnamed".
-std::string junit_class_part(const std::string& name);
-
 // The name a backend is known by in JUnit and tables: an external backend's declared name
 // (its plugin or child's own), else the backend's name.
 std::string declared_name(const BackendSection& backend);

@@ -7,6 +7,8 @@
 
 #include "summary.h"  // pacts-fuzz's (fuzz/src)
 
+#include <pacts/conformance/junit.h>
+
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -407,6 +409,9 @@ TEST(QualifyJunit, ClassPartIsSanitised) {
   EXPECT_EQ(junit_class_part("my-kernel_v1.2"), "my-kernel_v1.2");
   EXPECT_EQ(junit_class_part("a/b c<&\">"), "a_b_c____");
   EXPECT_EQ(junit_class_part(""), "unnamed");
+  EXPECT_EQ(junit_class_part("lib:/opt/k/libmy_kernel.so"), "my_kernel");
+  EXPECT_EQ(junit_class_part("exec:python3 /opt/k/serve.py"), "serve");
+  EXPECT_EQ(xml_escaped("a<'&\">\x01"), "a&lt;&apos;&amp;&quot;&gt; ");
 }
 
 }  // namespace

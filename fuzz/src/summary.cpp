@@ -1,5 +1,6 @@
 #include "summary.h"
 
+#include <pacts/conformance/junit.h>
 #include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
 
@@ -11,7 +12,6 @@
 #include <map>
 #include <sstream>
 
-#include <unistd.h>  // gethostname
 
 namespace pacts::fuzz {
 namespace {
@@ -22,46 +22,6 @@ std::string shard_text(const Shard& s) {
   return std::to_string(s.index) + "/" + std::to_string(s.count);
 }
 
-// The backend part of a JUnit classname, in [A-Za-z0-9_.-]: never a path (a JUnit reader splits a
-// classname at its dots, and "lib:/opt/k/libk.so" would read as class "so"): a plugin's file
-// stem without "lib", a child command's words.
-std::string junit_class_part(std::string name) {
-  if (name.rfind("auto: ", 0) == 0) name = name.substr(6);
-  for (const std::string prefix : {"lib:", "exec:"})
-    if (name.rfind(prefix, 0) == 0) {
-      name = std::filesystem::path(name.substr(prefix.size())).stem().string();
-      if (prefix == "lib:" && name.rfind("lib", 0) == 0 && name.size() > 3) name = name.substr(3);
-    }
-  std::string out;
-  for (const char ch : name) {
-    const bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-                    ch == '_' || ch == '.' || ch == '-';
-    out += ok ? ch : '_';
-  }
-  return out.empty() ? std::string("unnamed") : out;
-}
-
-std::string host_name() {
-  char host[256] = {};
-  return gethostname(host, sizeof host - 1) == 0 && host[0] != 0 ? std::string(host) : "unknown";
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default:
-        // XML 1.0 has no control characters but tab, newline and carriage return.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') o += '?';
-        else o += c;
-    }
-  }
-  return o;
-}
 
 // Typed reading of a summary document: every refusal names the key path and the value.
 struct FieldError {
@@ -433,7 +393,7 @@ std::string Summary::junit_xml() const {
   // property ID. Campaigns of several backends merged: "mixed" (each campaign is a property).
   std::string backend;
   for (const CampaignRecord& c : campaigns) {
-    const std::string part = junit_class_part(c.backend);
+    const std::string part = conformance::junit_class_part(c.backend);
     backend = backend.empty() || backend == part ? part : "mixed";
   }
   if (backend.empty()) backend = "unnamed";
@@ -454,17 +414,17 @@ std::string Summary::junit_xml() const {
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   x << "<testsuites name=\"pacts-fuzz\" tests=\"" << properties.size() << "\" failures=\""
     << failing << "\" skipped=\"" << skipped << "\" time=\"" << seconds << "\">\n";
-  x << "  <testsuite name=\"" << xml_escape(classname) << "\" tests=\"" << properties.size() << "\" failures=\""
+  x << "  <testsuite name=\"" << conformance::xml_escaped(classname) << "\" tests=\"" << properties.size() << "\" failures=\""
     << failing << "\" skipped=\"" << skipped << "\" errors=\"0\" time=\"" << seconds << "\" timestamp=\""
-    << xml_escape(started) << "\" hostname=\"" << xml_escape(host_name()) << "\">\n";
+    << conformance::xml_escaped(started) << "\" hostname=\"" << conformance::xml_escaped(conformance::host_name()) << "\">\n";
   x << "    <properties>\n";
   for (const CampaignRecord& c : campaigns)
     x << "      <property name=\"campaign\" value=\"seed " << c.seed << " shard "
-      << shard_text(c.shard) << " backend " << xml_escape(c.backend) << " cases " << c.cases
-      << " stop " << xml_escape(c.stop_reason) << "\"/>\n";
+      << shard_text(c.shard) << " backend " << conformance::xml_escaped(c.backend) << " cases " << c.cases
+      << " stop " << conformance::xml_escaped(c.stop_reason) << "\"/>\n";
   x << "    </properties>\n";
   for (const PropertyCounts& p : properties) {
-    x << "    <testcase classname=\"" << xml_escape(classname) << "\" name=\"" << xml_escape(p.id) << "\" time=\""
+    x << "    <testcase classname=\"" << conformance::xml_escaped(classname) << "\" name=\"" << conformance::xml_escaped(p.id) << "\" time=\""
       << p.seconds << "\">\n";
     if (const int64_t unsummarised = unsummarised_of(p.id); p.failed > 0 || unsummarised > 0) {
       std::string files;
@@ -477,8 +437,8 @@ std::string Summary::junit_xml() const {
       std::string message = std::to_string(p.failed) + " of " + std::to_string(p.cases) + " cases failed";
       if (unsummarised > 0)
         message += ", and " + std::to_string(unsummarised) + " case files that no summary counts";
-      x << "      <failure message=\"" << xml_escape(message) << "\">"
-        << xml_escape(files + "replay: pacts-fuzz replay <case file>") << "</failure>\n";
+      x << "      <failure message=\"" << conformance::xml_escaped(message) << "\">"
+        << conformance::xml_escaped(files + "replay: pacts-fuzz replay <case file>") << "</failure>\n";
     } else if (p.passed + p.quality_warnings == 0) {
       // As pacts-qualify's: "NotSupported (LEVEL) on BACKEND: the backend's reason".
       const conformance::Property* known = conformance::find_property(p.id);
@@ -486,13 +446,13 @@ std::string Summary::junit_xml() const {
                                 : known->level == conformance::Level::kMandatory ? "Mandatory"
                                                                                  : "QualityWarning";
       x << "      <skipped message=\""
-        << xml_escape(p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
+        << conformance::xml_escaped(p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
                                    : "NotSupported (" + level + ") on " + backend + ", every case: " +
                                          (p.not_supported_reason.empty() ? std::string("the backend gave no reason")
                                                                          : p.not_supported_reason))
         << "\"/>\n";
     }
-    x << "      <system-out>" << xml_escape(p.test_name) << ": " << p.cases << " cases, " << p.passed << " passed, "
+    x << "      <system-out>" << conformance::xml_escaped(p.test_name) << ": " << p.cases << " cases, " << p.passed << " passed, "
       << p.not_supported << " not supported, " << p.failed << " failed, " << p.quality_warnings
       << " quality warnings, " << p.skipped << " skipped, " << p.discarded
       << " discarded, worst error/bound " << p.worst_ratio
