@@ -1,7 +1,8 @@
 // Timing of the HIP kernels on one GPU: every variant's decode() is captured once per
 // shape into a graph on this timer's stream, and each replay is timed by device events recorded
 // on that stream right around it: the merge kernel of a split plan is part of the graph, hence of
-// the time. Before every replay (outside the events) the L2 is flushed by a memset of a buffer
+// the time. The variants' and the peers' replays are interleaved, one of each per round. Before
+// every replay (outside the events) the L2 is flushed by a memset of a buffer
 // far larger than it, as the peers were measured (docs/bench.md). Inputs are
 // written on the device by the fill rule of kernels/hip/bench/bench_inputs.h; block tables and
 // context lengths come from the host. The ceilings, a device-to-device copy and a read-only kernel
@@ -21,7 +22,10 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -85,7 +89,8 @@ class HipTimer final : public Timer {
   }
   std::string description() const override {
     return "device events around graph replays of decode (merge included), L2 flushed before "
-           "each replay (" + std::to_string(flush_.bytes() >> 20) + " MiB memset)";
+           "each replay (" + std::to_string(flush_.bytes() >> 20) + " MiB memset), the variants' and "
+           "peers' replays interleaved";
   }
   double datasheet_tbs() const override { return datasheet_tbs_for(device_.name); }
   std::vector<std::string> notes() const override { return notes_; }
@@ -124,23 +129,49 @@ class HipTimer final : public Timer {
     return c;
   }
 
+  // Every variant and every backend beside them is prepared first (plan, workspace, graph); then
+  // they are timed in rounds, one replay of each per round, the first of a round rotating, so
+  // that none is always timed first after the inputs' upload or right after a given other one;
+  // then each runs once more on an output of NaN bytes and that output is checked.
   std::vector<Measurement> time(const Shape& shape, const Options& o,
                                 const std::vector<Beside>& beside) override {
-    std::vector<Measurement> out;
     const pacts_problem p = make_problem(shape);
     Inputs in;
     const spec::Status uploaded = upload(shape, p, o.data_seed, in);
+    std::vector<std::unique_ptr<Timed>> all;
     for (const HipKernels& k : kernels_) {
-      std::vector<double> samples;
-      kernels::Plan plan;
-      spec::Status status = uploaded ? time_variant(k, p, in, o, samples, plan) : uploaded;
-      out.push_back(Measurement{k.variant, std::move(status), std::move(samples), std::move(plan)});
+      auto t = std::make_unique<Timed>();
+      t->variant = k.variant;
+      t->status = uploaded ? prepare_variant(k, p, in, o, *t) : uploaded;
+      all.push_back(std::move(t));
     }
     for (const Beside& b : beside) {
-      Measurement m;
-      m.variant = b.variant;
-      m.status = uploaded ? time_beside(b, p, in, o, m.samples_us, m.plan) : uploaded;
-      out.push_back(std::move(m));
+      auto t = std::make_unique<Timed>();
+      t->variant = b.variant;
+      t->status = uploaded ? prepare_beside(b, p, in, *t) : uploaded;
+      all.push_back(std::move(t));
+    }
+    const int32_t n = static_cast<int32_t>(all.size());
+    // Profilers started with collection off (ncu --profile-from-start off) see the timed calls
+    // only, not the gate's.
+    const spec::Status started = gpu::profiler_start();
+    for (int32_t it = -o.warmup; it < o.repeats && started; ++it) {
+      const int32_t first = ((it % n) + n) % n;
+      for (int32_t j = 0; j < n; ++j) {
+        Timed& t = *all[static_cast<size_t>((first + j) % n)];
+        if (!t.status) continue;
+        const spec::Result<double> us = time_op(t.replay, it);
+        if (!us) t.status = us.status();
+        else if (it >= 0) t.samples.push_back(us.value());
+      }
+    }
+    const spec::Status stopped = started ? gpu::profiler_stop() : started;
+    std::vector<Measurement> out;
+    for (std::unique_ptr<Timed>& t : all) {
+      if (t->status && !stopped) t->status = stopped;
+      if (t->status) t->status = checked(p, in, *t);
+      out.push_back(Measurement{t->variant, std::move(t->status), std::move(t->samples),
+                                std::move(t->plan)});
     }
     return out;
   }
@@ -150,6 +181,21 @@ class HipTimer final : public Timer {
     DeviceBuffer q, k, v, k_scale, v_scale, block_table, context_lens, sinks, out, error_word;
     pacts_buffers buffers{};
     std::vector<int32_t> host_table, host_lens;  // the host copies a plugin's planner reads
+  };
+
+  // One timed decode of a shape: what replays it (a captured graph, or direct calls where the
+  // runtime or the plugin cannot capture), its plan, and the state both keep alive.
+  struct Timed {
+    std::string variant;
+    spec::Status status;
+    kernels::Plan plan;
+    std::vector<double> samples;
+    std::function<spec::Status()> replay;
+    std::function<uint32_t()> device_error;  // the error word of the last completed call
+    bool check_output = true;
+    DeviceBuffer ws;
+    Graph graph;
+    std::optional<backends::PreparedCall> call;
   };
 
   spec::Status fill(DeviceBuffer& b, int byte) { return stream_.memset(b.data(), byte, b.bytes()); }
@@ -225,106 +271,94 @@ class HipTimer final : public Timer {
     return stream_.instantiate(g);
   }
 
-  spec::Status time_variant(const HipKernels& k, const pacts_problem& p, Inputs& in,
-                            const Options& o, std::vector<double>& samples_us,
-                            kernels::Plan& timed_plan) {
+  spec::Status prepare_variant(const HipKernels& k, const pacts_problem& p, Inputs& in,
+                               const Options& o, Timed& t) {
     if (spec::Status s = k.select_device(ordinal_); !s) return s;
     spec::Result<kernels::Plan> made = k.plan(p, device_, o.partition_size, o.partitions, o.batch_invariant);
     if (!made) return made.status();
-    const kernels::Plan& plan = made.value();
-    timed_plan = plan;
-    DeviceBuffer ws;
-    if (spec::Status s = ws.allocate(kernels::workspace_size(plan)); !s) return s;
+    t.plan = made.value();
+    const kernels::Plan& plan = t.plan;
+    if (spec::Status s = t.ws.allocate(kernels::workspace_size(plan)); !s) return s;
     if (spec::Status s = stream_.memset(in.error_word.data(), 0, 4); !s) return s;
     uint32_t* error_word = reinterpret_cast<uint32_t*>(in.error_word.data());
     // One call outside the capture loads the kernels' module and sets their attributes.
     if (spec::Status s =
-            k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_.handle());
+            k.decode(plan, in.buffers, error_word, t.ws.data(), t.ws.bytes(), stream_.handle());
         !s)
       return s;
     if (spec::Status s = stream_.synchronize(); !s) return s;
-    Graph g;
-    const spec::Status graph = capture(k, plan, in, error_word, ws, g);
+    const spec::Status graph = capture(k, plan, in, error_word, t.ws, t.graph);
     if (!graph && graph.code() != spec::Code::kDeviceError) return graph;
     // Should a runtime refuse to capture, the row is still timed, by direct launches (which add
     // the launch latency a graph hides), and says so.
     if (!graph) {
       gpu::clear_last_error();  // the failed capture's error is not this module's next call's
-      timed_plan.variant += " [direct launches: " + graph.message() + "]";
+      t.plan.variant += " [direct launches: " + graph.message() + "]";
     }
-    const auto replay = [&]() -> spec::Status {
-      if (!g.instantiated())
-        return k.decode(plan, in.buffers, error_word, ws.data(), ws.bytes(), stream_.handle());
-      return stream_.launch(g);
+    t.replay = [this, &k, &t, &in, error_word]() -> spec::Status {
+      if (!t.graph.instantiated())
+        return k.decode(t.plan, in.buffers, error_word, t.ws.data(), t.ws.bytes(), stream_.handle());
+      return stream_.launch(t.graph);
     };
-    // Profilers started with collection off (ncu --profile-from-start off) see the timed calls
-    // only, not the gate's.
-    if (spec::Status s = gpu::profiler_start(); !s) return s;
-    for (int32_t it = -o.warmup; it < o.repeats; ++it) {
-      const spec::Result<double> t = time_op(replay, it);
-      if (!t) return t.status();
-      if (it >= 0) samples_us.push_back(t.value());
-    }
-    if (spec::Status s = gpu::profiler_stop(); !s) return s;
+    t.device_error = [error_word]() -> uint32_t {
+      uint32_t word = 0;
+      return gpu::to_host(&word, error_word, 4) ? word : ~uint32_t{0};
+    };
+    t.check_output = k.check_output;
+    return spec::Status::ok();
+  }
+
+  // Once more on an output of NaN bytes and a cleared error word, then the output check: a call
+  // that writes nothing fails it.
+  spec::Status checked(const pacts_problem& p, Inputs& in, Timed& t) {
+    if (spec::Status s = stream_.memset(in.out.data(), 0xFF, in.out.bytes()); !s) return s;
+    if (spec::Status s = stream_.memset(in.error_word.data(), 0, 4); !s) return s;
+    if (spec::Status s = t.replay(); !s) return s;
+    if (spec::Status s = stream_.synchronize(); !s) return s;
     std::vector<uint8_t> host_out(in.out.bytes());
-    uint32_t word = 0;
     if (spec::Status s = gpu::to_host(host_out.data(), in.out.data(), host_out.size()); !s)
       return s;
-    if (spec::Status s = gpu::to_host(&word, error_word, 4); !s) return s;
-    return k.check_output ? check_timed_output(p, host_out, word) : spec::Status::ok();
+    return t.check_output ? check_timed_output(p, host_out, t.device_error()) : spec::Status::ok();
   }
 
   // A device-memory plugin's prepared call (backends/plugin.h) on the same device inputs, timed
   // as the variants are: prepared once (its uploads and layout copies are not timed), enqueue()
   // captured into a graph on this timer's stream where the plugin declares it capturable (else
-  // timed by direct calls, and the plan says so), the L2 flushed before each replay. The output
-  // starts as NaN bytes, so a call that writes nothing fails the output check.
-  spec::Status time_beside(const Beside& b, const pacts_problem& p, Inputs& in, const Options& o,
-                           std::vector<double>& samples_us, kernels::Plan& timed_plan) {
+  // timed by direct calls, and the plan says so), the L2 flushed before each replay.
+  spec::Status prepare_beside(const Beside& b, const pacts_problem& p, Inputs& in, Timed& t) {
     if (!b.device_memory)
       return spec::not_supported("its timed calls take host memory: time it beside the host "
                                  "target (--backend host)");
-    if (spec::Status s = stream_.memset(in.out.data(), 0xFF, in.out.bytes()); !s) return s;
     if (spec::Status s = stream_.synchronize(); !s) return s;
     spec::Result<backends::PreparedCall> prepared = backends::prepare_timed_call(
         *b.backend, p, in.buffers, in.host_table.data(), in.host_lens.data());
     if (!prepared) return prepared.status();
-    backends::PreparedCall& call = prepared.value();
-    timed_plan = plan_of(call.plan());
+    t.call.emplace(std::move(prepared.value()));
+    backends::PreparedCall& call = *t.call;
+    t.plan = plan_of(call.plan());
     void* const stream = stream_.handle();
     // One call outside any capture: the plugin's first launch may load its modules.
     if (spec::Status s = call.enqueue(stream); !s) return s;
     if (spec::Status s = stream_.synchronize(); !s) return s;
-    Graph g;
     if (b.graph_capturable) {
       if (spec::Status s = stream_.begin_capture(); !s) return s;
       const spec::Status captured = call.enqueue(stream);
-      const spec::Status ended = stream_.end_capture(g);
+      const spec::Status ended = stream_.end_capture(t.graph);
       if (!captured) return captured;
-      spec::Status graph = ended ? stream_.instantiate(g) : ended;
+      spec::Status graph = ended ? stream_.instantiate(t.graph) : ended;
       if (!graph) {
         if (graph.code() != spec::Code::kDeviceError) return graph;
         gpu::clear_last_error();
-        timed_plan.variant += " [direct launches: " + graph.message() + "]";
+        t.plan.variant += " [direct launches: " + graph.message() + "]";
       }
     } else {
-      timed_plan.variant += " [direct launches: the plugin declares no graph capture]";
+      t.plan.variant += " [direct launches: the plugin declares no graph capture]";
     }
-    const auto replay = [&]() -> spec::Status {
-      return g.instantiated() ? stream_.launch(g) : call.enqueue(stream);
+    t.replay = [this, &t, stream]() -> spec::Status {
+      return t.graph.instantiated() ? stream_.launch(t.graph) : t.call->enqueue(stream);
     };
-    if (spec::Status s = gpu::profiler_start(); !s) return s;
-    for (int32_t it = -o.warmup; it < o.repeats; ++it) {
-      const spec::Result<double> t = time_op(replay, it);
-      if (!t) return t.status();
-      if (it >= 0) samples_us.push_back(t.value());
-    }
-    if (spec::Status s = gpu::profiler_stop(); !s) return s;
-    if (spec::Status s = stream_.synchronize(); !s) return s;
-    std::vector<uint8_t> host_out(in.out.bytes());
-    if (spec::Status s = gpu::to_host(host_out.data(), in.out.data(), host_out.size()); !s)
-      return s;
-    return check_timed_output(p, host_out, call.device_error());
+    t.device_error = [&t]() { return t.call->device_error(); };
+    return spec::Status::ok();
   }
 
   int32_t ordinal_;

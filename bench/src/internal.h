@@ -64,7 +64,8 @@ class Timer {
   virtual spec::Result<Ceilings> ceilings(const Options& options) = 0;
   // One measurement per variant of this timer, in a fixed order ("safe" first), then one per
   // backend of `beside` (in its order) on the same inputs: the plugin's prepared call timed by
-  // the same method, its output checked as the variants' are.
+  // the same method, its output checked as the variants' are. The GPU timer interleaves their
+  // replays (docs/bench.md, "Method").
   virtual std::vector<Measurement> time(const Shape& shape, const Options& options,
                                         const std::vector<Beside>& beside) = 0;
 };
