@@ -480,4 +480,13 @@ spec::Result<CaseFile> read_case_file(const std::string& path) {
   });
 }
 
+std::string fitted_file_name(const std::string& stem, const std::string& extension) {
+  if (stem.size() <= kMaxFileStem) return stem + extension;
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (const unsigned char c : stem) h = (h ^ c) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return stem.substr(0, kMaxFileStem) + "~" + hex + extension;
+}
+
 }  // namespace pacts::conformance

@@ -133,7 +133,7 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
       file.detail = tracker.last_detail;
       file.spec = *tracker.last_failure;
       const std::string path = (std::filesystem::path(options.case_dir) /
-                                (sanitize(property.id) + "-" + sanitize(backend.name()) + ".json"))
+                                fitted_file_name(sanitize(property.id) + "-" + sanitize(backend.name()), ".json"))
                                    .string();
       if (write_case_file(path, file).is_ok()) {
         stats.case_file = path;

@@ -235,6 +235,24 @@ CaseFile rich_file() {
   return f;
 }
 
+// Case file names from long backend names (a plugin's path, a child's command line) fit NAME_MAX
+// (255 bytes) and stay distinct; short ones are left as they are.
+TEST(CaseFileName, LongStemsAreCutWithAHash) {
+  EXPECT_EQ(fitted_file_name("PACTS_ACC_1-host", ".json"), "PACTS_ACC_1-host.json");
+  const std::string a = "PACTS_ACC_1-exec_python3_" + std::string(400, 'x') + "a";
+  const std::string b = "PACTS_ACC_1-exec_python3_" + std::string(400, 'x') + "b";
+  const std::string fa = fitted_file_name(a, ".json"), fb = fitted_file_name(b, ".json");
+  EXPECT_LE(fa.size(), 255u);
+  EXPECT_LE(fb.size(), 255u);
+  EXPECT_TRUE(fa.ends_with(".json"));
+  EXPECT_EQ(fa.substr(0, kMaxFileStem), a.substr(0, kMaxFileStem));
+  EXPECT_NE(fa, fb);
+  EXPECT_EQ(fa, fitted_file_name(a, ".json"));
+  const std::string edge(kMaxFileStem, 'y');
+  EXPECT_EQ(fitted_file_name(edge, ".json"), edge + ".json");
+  EXPECT_NE(fitted_file_name(edge + "z", ".json"), edge + "z.json");
+}
+
 TEST(CaseFileJson, RoundTripsEveryField) {
   const CaseFile f = rich_file();
   const std::string text = to_json_text(f);

@@ -133,7 +133,7 @@ spec::Result<std::vector<const pc::Property*>> select_properties(
 
 std::string case_file_name(const std::string& property, const std::string& backend,
                            const std::string& signature) {
-  return sanitize(property) + "-" + sanitize(backend) + "-" + signature + ".json";
+  return pc::fitted_file_name(sanitize(property) + "-" + sanitize(backend) + "-" + signature, ".json");
 }
 
 std::string failure_signature(const std::string& property, const std::string& backend,

@@ -27,6 +27,12 @@ std::string to_json_text(const CaseFile& file);
 // memory budget (spec/case_files.md §7).
 spec::Result<CaseFile> from_json_text(const std::string& text);
 spec::Status write_case_file(const std::string& path, const CaseFile& file);
+// `stem` + `extension` as a file name that fits common file systems (NAME_MAX, 255 bytes): a
+// stem longer than kMaxFileStem bytes (a backend named by a plugin's path or a child's command
+// line) is cut there and followed by '~' and 16 hex digits of a hash of the whole stem, so two
+// long names stay distinct and the same name always gives the same file.
+inline constexpr size_t kMaxFileStem = 200;
+std::string fitted_file_name(const std::string& stem, const std::string& extension);
 spec::Result<CaseFile> read_case_file(const std::string& path);
 
 }  // namespace pacts::conformance
