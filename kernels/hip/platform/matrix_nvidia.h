@@ -83,11 +83,6 @@ __device__ inline void cp_async_bulk_row(void* smem_dst, const void* global_src,
       : "memory");
 }
 
-// Asks L2 for `bytes` (a multiple of 16) at `global_src` (16-byte aligned), without waiting.
-__device__ inline void prefetch_bulk_l2(const void* global_src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(global_src), "r"(bytes) : "memory");
-}
-
 // Two OCP fp8 codes (the first in the low byte of `codes`) as two fp32 values, exactly: every e4m3
 // and e5m2 value is an fp16 value (the conversion to fp16 is exact, NaN stays NaN, e5m2's Inf
 // stays Inf), and fp16 to fp32 is exact. x holds the first code's value.

@@ -316,27 +316,6 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
   }
 }
 
-// Timing experiment only (bench/ variant l2_prefetch, never gated): with bulk rows, the rows of
-// the tile after the next one are requested into L2 (lane l: the K row (l < 16) or the V row of
-// slot l % 16, owned rows only, as stage_tile copies them) one tile before their bulk copies,
-// so that more bytes are in flight per warp than its two stages hold.
-#if defined(PACTS_EXPERIMENT_L2_PREFETCH)
-inline constexpr bool kL2Prefetch = true;
-#else
-inline constexpr bool kL2Prefetch = false;
-#endif
-template <int D>
-__device__ void prefetch_tile_rows(const Params& p, int64_t kv_head, int64_t entry, int lane) {
-  using S = MmaShape<D, false>;
-  const int64_t e = PACTS_SHFL(entry, lane % S::kKeys);
-  if (e < 0) return;  // unowned: never an address
-  int64_t k_row = 0, v_row = 0;
-  kv_rows<PACTS_FORMAT_BF16>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
-  const bool v_lane = lane >= S::kKeys;
-  gpu::prefetch_bulk_l2(reinterpret_cast<const uint16_t*>(v_lane ? p.v.data : p.k.data) + (v_lane ? v_row : k_row),
-                        D * 2);
-}
-
 // 16-byte copy c of an owned key's row (units [c * kCopyUnits, +kCopyUnits)) into `dst` (shared):
 // one cp.async where the pool's chunk keeps the 16 bytes together (`vector`) and they are
 // aligned, the loads of load_raw8 otherwise (x-packed K with a small x, dim-major V, odd strides:
@@ -895,8 +874,6 @@ split_kv_mma_kernel(const Params p) {
     }
     int sc_at = 0, sa_at = S::kStages - 1;  // stages of the tile computed and the tile issued
     uint32_t phase = 0;
-    // kL2Prefetch: the entries of the tile after `entry`'s, one iteration ahead of their use.
-    int64_t entry_far = kL2Prefetch && p.rows_bulk ? entry_of(tile + S::kStages * S::kWarps) : int64_t{-1};
     for (; tile < last; tile += S::kWarps) {
       const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
       if (ahead < last && (kAblate != 2)) {  // tiles ahead in flight while this one is computed
@@ -904,13 +881,7 @@ split_kv_mma_kernel(const Params p) {
         stage_tile<D>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
       }
       gpu::cp_async_commit();
-      if (kL2Prefetch && p.rows_bulk) {
-        prefetch_tile_rows<D>(p, kv_head, entry_far, lane);
-        entry = entry_far;
-        entry_far = entry_of(ahead + 2 * S::kWarps);
-      } else {
-        entry = entry_of(ahead + S::kWarps);
-      }
+      entry = entry_of(ahead + S::kWarps);
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
         if (p.rows_bulk && !kRowsByCpAsync)
           gpu::mbarrier_wait_parity(&bars[sc_at], phase);
