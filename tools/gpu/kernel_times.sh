@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU time of each kernel of one pacts-bench shape, launch by launch: ncu's
 # gpu__time_duration of the tile and merge kernels over the last N launches (pacts-bench's timed
-# graph replays come last), with their grid sizes; the mean, min and max per kernel. ncu's
+# graph replays come last, then the one call whose output is checked), with their grid sizes; the mean, min and max per kernel. ncu's
 # defaults hold (clocks locked at base, caches flushed before each kernel): the times are longer
 # than pacts-bench's and serve to split a call between its kernels, not to quote speed. A kernel
 # listed with fewer than N launches ran only in the conformance gate before the timing.
