@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "child_process.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -37,68 +39,15 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using pacts::testing::read_text;
+using pacts::testing::wait_for;
 
-// Starts pacts-qualify with `args`, its stdout and stderr going to `log`. With `max_file_bytes`,
-// no file it writes may grow beyond that many bytes (RLIMIT_FSIZE, SIGXFSZ ignored: a write past
-// it fails with EFBIG, as on a full disk).
+// Starts pacts-qualify with `args` (tests/support/child_process.h: spawn_logged).
 pid_t spawn(const std::vector<std::string>& args, const fs::path& log, long max_file_bytes = -1) {
-  std::printf("spawn: %s", PACTS_QUALIFY_EXE);
-  for (const std::string& a : args) std::printf(" '%s'", a.c_str());
-  std::printf("\n");
-  std::fflush(stdout);
-  // Created here, empty, before the child starts: a waiter must never read an earlier run's log.
-  std::ofstream{log, std::ios::trunc};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    if (max_file_bytes >= 0) {
-      signal(SIGXFSZ, SIG_IGN);
-      const rlimit limit{static_cast<rlim_t>(max_file_bytes), static_cast<rlim_t>(max_file_bytes)};
-      if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
-    }
-    std::vector<char*> argv{const_cast<char*>(PACTS_QUALIFY_EXE)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(PACTS_QUALIFY_EXE, argv.data());
-    _exit(127);
-  }
-  return pid;
+  return pacts::testing::spawn_logged(PACTS_QUALIFY_EXE, args, log, max_file_bytes);
 }
 
-// The exit status of a child (128 + signal if a signal ended it). A child still running after
-// the guard is killed and reported as -1: a hang fails the test instead of hanging ctest.
-int wait_exit(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Waits until `log` holds `words` (a guard of 100 s keeps a broken binary from hanging the test;
-// it is no timing assertion).
-bool wait_for(const fs::path& log, const std::string& words) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (read_text(log).find(words) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
+int wait_exit(pid_t pid) { return pacts::testing::wait_exit(pid, 100); }
 
 // A run far too long to end by itself (a million cases per property) stopped by `sig` once it
 // is qualifying the host backend: the report is written, says the run was interrupted by that

@@ -11,6 +11,8 @@
 #include <pacts/conformance/property.h>
 
 #include <gtest/gtest.h>
+
+#include "child_process.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -57,49 +59,14 @@ nlohmann::json read_json(const fs::path& p) {
   return nlohmann::json::parse(in);
 }
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using pacts::testing::read_text;
 
-// Starts pacts-fuzz with `args`, its stdout and stderr going to `log`.
+// Starts pacts-fuzz with `args` (tests/support/child_process.h: spawn_logged).
 pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
-  std::printf("spawn: %s", PACTS_FUZZ_BINARY);
-  for (const std::string& a : args) std::printf(" %s", a.c_str());
-  std::printf("\n");
-  // Created here, empty, before the child starts: a waiter must never read an earlier run's log.
-  std::ofstream{log, std::ios::trunc};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> argv{const_cast<char*>(PACTS_FUZZ_BINARY)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(PACTS_FUZZ_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
+  return pacts::testing::spawn_logged(PACTS_FUZZ_BINARY, args, log);
 }
 
-// The exit status of a child (128 + signal if a signal ended it). A child still running after
-// the guard is killed and reported as -1: a hang fails the test instead of hanging ctest.
-int wait_exit(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(50);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+int wait_exit(pid_t pid) { return pacts::testing::wait_exit(pid, 50); }
 
 int run_binary(const std::vector<std::string>& args, const fs::path& log) {
   const int rc = wait_exit(spawn(args, log));
