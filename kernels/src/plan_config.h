@@ -27,12 +27,13 @@ inline constexpr int64_t kHostMaxPartitions = 64;
 
 // The batch-invariant plan (pacts/decode.h, plan's `batch_invariant`), host and GPU alike: keys
 // per partition a constant (the caller's fixed_partition_size, or this default), so that the
-// partitioning of a sequence's keys depends neither on the batch nor on the other sequences,
-// and always split (at least two partitions, the trailing ones empty for short contexts), so
-// that a sequence alone and in any batch takes the same path: its partials merged in partition
-// order, where an empty partition is the exact identity. docs/kernel-design.md has the H200
-// figures the default was chosen by.
-inline constexpr int64_t kBatchInvariantPartitionKeys = 2048;
+// partitioning of a sequence's keys depends neither on the batch nor on the other sequences.
+// A sequence whose keys fit one partition is unsplit alone and split in a batch whose block
+// table is wider (its trailing partitions empty): every kernel's unsplit output is bitwise the
+// merge of its one partial (the merge selects empty partials away, weighs the one left e^0 = 1,
+// and the unsplit store rounds l and the accumulator to fp32 as a partial does), so both paths
+// give the same bits. docs/kernel-design.md has the figures the default was chosen by.
+inline constexpr int64_t kBatchInvariantPartitionKeys = 1024;
 
 struct Split {
   int64_t size = 0;        // keys per partition
@@ -43,7 +44,7 @@ inline Split batch_invariant_split(int64_t max_keys, int64_t tile, int64_t reque
   const int64_t keys = requested > 0 ? requested : kBatchInvariantPartitionKeys;
   const int64_t size = (keys + tile - 1) / tile * tile;
   const int64_t parts = (max_keys + size - 1) / size;
-  return {size, parts < 2 ? 2 : parts};
+  return {size, parts < 1 ? 1 : parts};
 }
 
 // What the host kernels accept beyond the spec (spec/refusals.md §4): element alignment only

@@ -28,21 +28,16 @@ void expect_well_formed(const pacts_problem& p, const Plan& plan) {
   EXPECT_GE(plan.num_partitions, 1);
   EXPECT_GE(int64_t{plan.partition_size} * plan.num_partitions, keys);
   if (plan.num_partitions > 1) {
-    // Only the batch-invariant plan has a partition past the key range: its second one, when
-    // the range fits in one.
-    if (plan.variant.ends_with("/invariant")) {
-      EXPECT_EQ(plan.num_partitions,
-                std::max<int64_t>((keys + plan.partition_size - 1) / plan.partition_size, 2));
-    } else {
-      EXPECT_LT(int64_t{plan.partition_size} * (plan.num_partitions - 1), keys)
-          << "a partition that no context can reach";
-    }
+    EXPECT_LT(int64_t{plan.partition_size} * (plan.num_partitions - 1), keys)
+        << "a partition that no context can reach";
     EXPECT_EQ(plan.workspace_bytes, uint64_t(p.batch) * p.num_kv_heads * plan.num_partitions *
                                         rows * (p.head_dim + 2) * 4);
   } else {
     EXPECT_EQ(plan.workspace_bytes, 0u);
     EXPECT_GE(plan.partition_size, keys);
-    EXPECT_LT(plan.partition_size - std::max<int64_t>(keys, 1), plan.tile_keys);  // >= 1 tile
+    if (!plan.variant.ends_with("/invariant")) {  // its partition size is the fixed one
+      EXPECT_LT(plan.partition_size - std::max<int64_t>(keys, 1), plan.tile_keys);  // >= 1 tile
+    }
   }
   EXPECT_EQ(workspace_size(plan), plan.workspace_bytes);
   EXPECT_EQ(plan.rows_per_item, std::min<int64_t>(rows, 16));
@@ -131,9 +126,10 @@ TEST(Plan, Hints) {
   EXPECT_EQ(plan(p, workers(2), 0, -4).status().code(), spec::Code::kInvalidArgument);
 }
 
-// The batch-invariant plan (spec/operator.md §11.1): 2048-key partitions or the caller's size,
-// at least two, the same partitioning of a sequence's keys whatever the batch, the block table's
-// width and the device; not with a partition count.
+// The batch-invariant plan (spec/operator.md §11.1): 1024-key partitions or the caller's size,
+// as many as the key range needs (one where it fits: the unsplit output is bitwise the merge of
+// its one partial), the same partitioning of a sequence's keys whatever the batch, the block
+// table's width and the device; not with a partition count.
 TEST(Plan, BatchInvariant) {
   for (int32_t b : {1, 3, 64})
     for (int32_t m : {0, 1, 5, 64, 65, 300})
@@ -142,13 +138,14 @@ TEST(Plan, BatchInvariant) {
         const Plan a = plan(p, workers(n), 0, 0, true).value();
         expect_well_formed(p, a);
         const int64_t keys = int64_t{m} * 16;
-        EXPECT_EQ(a.partition_size, 2048);
-        EXPECT_EQ(a.num_partitions, std::max<int64_t>((keys + 2047) / 2048, 2));
+        EXPECT_EQ(a.partition_size, 1024);
+        EXPECT_EQ(a.num_partitions, std::max<int64_t>((keys + 1023) / 1024, 1));
         const Plan c = plan(p, workers(n), 1000, 0, true).value();  // a size of the caller's
         expect_well_formed(p, c);
         EXPECT_EQ(c.partition_size, 1008);
-        EXPECT_EQ(c.num_partitions, std::max<int64_t>((keys + 1007) / 1008, 2));
-        EXPECT_TRUE(a.variant.ends_with("/split/invariant")) << a.variant;
+        EXPECT_EQ(c.num_partitions, std::max<int64_t>((keys + 1007) / 1008, 1));
+        EXPECT_TRUE(a.variant.ends_with(a.num_partitions > 1 ? "/split/invariant" : "/direct/invariant"))
+            << a.variant;
       }
   // The automatic plan of the same problems depends on the batch and the device.
   const pacts_problem one = shape(1, 1, 8, 1, 128, 16, 512), many = shape(64, 1, 8, 1, 128, 16, 512);

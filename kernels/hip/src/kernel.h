@@ -418,7 +418,11 @@ __device__ inline void kv_rows(const Params& p, int64_t kv_head, int64_t page, i
 // partition merge's math, merge_partials), its warps' weights independent of one another, and
 // the sums in warp order, so the result depends on the plan only (PACTS-META-2); then the block
 // writes the output rows (an unsplit plan, with the LSE and the empty rows) or the partials to
-// the workspace.
+// the workspace. An unsplit plan rounds l and the accumulator to fp32 as a partial stores them
+// before it scales: its output is then bitwise the merge of that one partial (merge_partials:
+// weight e^0 = 1, empty partials selected away), which the batch-invariant plan relies on (a
+// sequence unsplit alone and split with empty trailing partitions in a batch, spec/operator.md
+// §11.1).
 // `v_factor`: a V scale the kernel deferred (kernel_mma.h: a per-tensor scale of a narrow V
 // format), applied here once in binary64 to the merged accumulator; 1 otherwise.
 template <int D, int kWarps, int kThreads, class Final>
@@ -442,6 +446,7 @@ __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_
     if (direct) {
       const int64_t sink_head = PACTS_MUTANT(hip_sink_of_kv_head) ? kv_head : h;
       const float sink = p.has_sinks ? p.sinks[sink_head] : 0.0f;
+      ms.l = static_cast<float>(ms.l);  // as a partial stores it (ms.m is an fp32 value already)
       fin.factor[t] = common::output_factor(ms.m, ms.l, p.has_sinks, sink);
       if (PACTS_MUTANT(hip_lse_first_warp)) ms = {fin.m[0][t], fin.l[0][t]};
       store_lse(p, b, i, h, common::round_to_fp32(common::log_sum_exp(ms.m, ms.l)));
@@ -465,7 +470,8 @@ __device__ inline void merge_warps_and_store(const Params& p, Final& fin, int64_
     a *= v_factor;
     if (direct) {
       const int64_t i = (r0 + r) / p.group, h = kv_head * p.group + (r0 + r) % p.group;
-      store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a * fin.factor[r]));
+      const double a32 = static_cast<float>(a);  // as a partial stores it
+      store_out(p, out_at(p, b, i, h) + d, common::round_to_output(p.out_format, a32 * fin.factor[r]));
     } else {
       const int64_t e = ((b * p.num_kv_heads + kv_head) * p.partitions + z) * p.rows + r0 + r;
       p.ws_acc[e * D + d] = static_cast<float>(a);  // element stores: 4-byte aligned workspace

@@ -78,10 +78,11 @@ struct Plan {
 // runs unsplit; otherwise the key range is split into enough partitions of at least a minimum
 // length to give every worker several items (plan.cpp documents the constants).
 //
-// `batch_invariant` (spec/operator.md §11.1): partitions of a constant size, at least two,
-// whatever the batch, the other sequences and the device: `fixed_partition_size` keys when
-// given, else 2048 (rounded up to a tile); a sequence's output is then bitwise the same alone and
-// in any batch. Giving it with `fixed_partitions` is InvalidArgument.
+// `batch_invariant` (spec/operator.md §11.1): partitions of a constant size, as many as the key
+// range needs, whatever the batch, the other sequences and the device: `fixed_partition_size`
+// keys when given, else 1024 (rounded up to a tile); a sequence's output is then bitwise the same
+// alone and in any batch (unsplit alone, its one partial merged with empty ones in a batch with
+// a wider block table: the same bits). Giving it with `fixed_partitions` is InvalidArgument.
 spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& device,
                         int32_t fixed_partition_size = 0, int32_t fixed_partitions = 0,
                         bool batch_invariant = false);
