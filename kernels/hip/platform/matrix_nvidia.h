@@ -64,6 +64,19 @@ __device__ inline void mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) 
       "r"(bytes)
       : "memory");
 }
+// One arrival (release: this thread's earlier shared-memory writes are visible to the thread that
+// sees the phase complete).
+__device__ inline void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(
+                   smem_addr(bar))
+               : "memory");
+}
+// Announces `bytes` of bulk copies that complete on the barrier's current phase, without arriving.
+__device__ inline void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
 // Waits until the phase of parity `parity` has completed (acquire: the copies' bytes are visible).
 __device__ inline void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
   asm volatile(

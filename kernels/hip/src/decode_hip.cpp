@@ -70,6 +70,10 @@ bool split_slots(const pacts_problem& p) { return p.kv_format != PACTS_FORMAT_BF
 
 template <bool kSplit>
 int64_t blocks_per_sm_of(int32_t head_dim) {
+#if defined(PACTS_EXPERIMENT_RING) && PACTS_HIP_MATRIX_UNIT
+  // bench/ variant ring: the bf16 kernel's ring at D 64 and 128 (src/kernel_mma.h, kRing).
+  if (!kSplit && head_dim <= 128) return detail::MmaShape<128, false, true>::kBlocksPerSm;
+#endif
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
   switch (head_dim) {  // by the LDS of gfx942 (64 KiB per compute unit): estimates, never run
     case 64: return detail::kMfmaBlocksPerCu<64, kSplit>;
@@ -207,7 +211,7 @@ bool k_scale_on_logit(pacts_format kv, pacts_scale_mode k_mode, float k_scale,
 
 // kKLogit: the split kernels of e4m3fn and e5m2 with K as its codes and the K scale on the logit.
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false>
+          bool kKLogit = false, bool kRing = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -217,10 +221,11 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   constexpr int kTileThreads = detail::MfmaShape<D, kSplitV>::kThreads;
   const auto tile_kernel = detail::split_kv_mfma_kernel<D, kFormat, kSplitV>;
 #elif PACTS_HIP_MATRIX_UNIT
-  constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat>));
-  constexpr int kTileThreads = detail::MmaShape<D, kSplitV>::kThreads;
-  const auto tile_kernel = detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit>;
-  static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat>,
+  constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat, kRing>));
+  constexpr int kTileThreads = detail::MmaShape<D, kSplitV, kRing>::kThreads;
+  const auto tile_kernel =
+      detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit, kRing>;
+  static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat, kRing>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
   static_assert(!kSplitV);
@@ -289,8 +294,14 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
   if (prm.kv_format == PACTS_FORMAT_BF16 && prm.v.scale_mode == PACTS_SCALE_NONE) {
 #if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_NO_NARROW)  // the latter: a bench/ variant
     if constexpr (D <= 128)
-      if (prm.rows_per_item <= 8)
+      if (prm.rows_per_item <= 8) {
+#if defined(PACTS_EXPERIMENT_RING)  // bench/ variant ring: bulk rows through the block's ring
+        if (prm.rows_bulk)
+          return launch<D, PACTS_FORMAT_BF16, false, false, true, false, true>(prm, items,
+                                                                             merge_items, stream);
+#endif
         return launch<D, PACTS_FORMAT_BF16, false, false, true>(prm, items, merge_items, stream);
+      }
 #endif
     return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
   }

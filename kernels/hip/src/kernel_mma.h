@@ -49,7 +49,11 @@ namespace pacts::kernels::hip::detail {
 // pool's own bf16 codes. Both keep the same warps and the same key-to-warp assignment, so scaling
 // V by 2^k through a scale gives exactly 2^k times the unscaled result (PACTS-ACC-4: the parts mid
 // and lo of such values are 0).
-template <int D, bool kSplitV>
+// kRing (timing experiment only, bench/ variant ring: PACTS_EXPERIMENT_RING = blocks per
+// multiprocessor): the bf16 kernel's transposed form with one more warp per block, a producer that
+// fills a ring of kRingStages stages shared by the block's computing warps (whole rows by bulk
+// copies; the host launches it for bulk rows only), instead of two stages per computing warp.
+template <int D, bool kSplitV, bool kRing = false>
 struct MmaShape {
   // Where Q~'s MMA fragments live: in registers (D 64, and the split kernels at D 128), or read
   // from shared memory per tile. D 256: one warp per block (its fragments and the 16 x 256
@@ -59,13 +63,18 @@ struct MmaShape {
   // (docs/kernel-design.md, "Where the time goes"). The split kernels' 16-bit raw stages of
   // 3 blocks would pass the 228 KiB.
   static constexpr bool kQInRegisters = D < 128 || (D == 128 && kSplitV);
-  static constexpr int kWarps = D == 256 ? 1 : 4;
-  static constexpr int kThreads = kWarps * gpu::kWarpSize;
+  static constexpr int kWarps = D == 256 ? 1 : 4;  // the warps that compute
+  static constexpr int kThreads = (kWarps + (kRing ? 1 : 0)) * gpu::kWarpSize;
   // Blocks that share a multiprocessor of the H200 (registers, shared memory): the plan's slots.
   // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
   // bytes).
-  static constexpr int kBlocksPerSm = D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
+#if defined(PACTS_EXPERIMENT_RING)
+  static constexpr int kRingBlocks = PACTS_EXPERIMENT_RING;
+#else
+  static constexpr int kRingBlocks = 2;
+#endif
+  static constexpr int kBlocksPerSm = kRing ? kRingBlocks : D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
   // Timing experiment only (bench/ variant fused_merge, never gated): a split plan's merge in
   // the tile kernel's launch, by the block that finishes a row tile last (merge_if_last), at D 64
   // and 128. On the H200 it made batch 1 2.4x slower than the merge kernel
@@ -92,6 +101,11 @@ struct MmaShape {
   static constexpr int kTileElems = kKeys * kRowPad;
   static constexpr int kStageElems = 2 * kTileElems;
   static constexpr int kLoads = kKeys * kChunks / gpu::kWarpSize;  // chunks per lane per pool
+  // kRing: the ring's stages, as many as the multiprocessor's 228 KiB leave to each block after
+  // Q~ (at D 128), the barriers and 2 KiB (its reserved 1 KiB and the small shared variables).
+  static constexpr int kRingStages =
+      kRing ? (228 * 1024 / kBlocksPerSm - 2048 - kMaxRows * D * 2 - 512) / (kStageElems * 2) : 0;
+  static_assert(!kRing || (kRingStages >= 2 * kWarps && kRingStages <= 32));
   static constexpr int kKSteps = D / 16;  // MMAs along d for Q.K^T
   static constexpr int kDTiles = D / 8;   // N-tiles of P.V
   static_assert(kKeys * kChunks % gpu::kWarpSize == 0 && kChunks >= 8);
@@ -129,9 +143,9 @@ struct RawShape {
   static_assert(kKeys * kCopies % gpu::kWarpSize == 0 && kStageBytes % 16 == 0);
 };
 
-template <int D, bool kSplitV, pacts_format kFormat>
+template <int D, bool kSplitV, pacts_format kFormat, bool kRing = false>
 struct MmaSmem {
-  using S = MmaShape<D, kSplitV>;
+  using S = MmaShape<D, kSplitV, kRing>;
   using R = RawShape<D, kFormat>;
   struct Final {  // after the key loop: each warp's state, then the binary64 merge weights
     float acc[S::kWarps][kMaxRows * D];
@@ -145,7 +159,8 @@ struct MmaSmem {
   // before the loop.
   static constexpr int kWarpBytes = kSplitV ? R::kStages * R::kStageBytes + kMaxRows * S::kKeys * 4
                                             : S::kStages * S::kStageElems * 2;
-  static constexpr int kStagesBytes = S::kWarps * kWarpBytes;
+  static constexpr int kStagesBytes =
+      kRing ? S::kRingStages * S::kStageElems * 2 : S::kWarps * kWarpBytes;
   static constexpr int kQAt = S::kQInRegisters ? 0 : kStagesBytes;
   static_assert(kStagesBytes >= kMaxRows * D * 2 && kWarpBytes % 16 == 0);
   union {
@@ -157,15 +172,18 @@ struct MmaSmem {
   // stages).
   static constexpr int kBars = kSplitV ? R::kStages : S::kStages;
   uint64_t bar[S::kWarps][kBars];
+  uint64_t ring_bar[kRing ? 2 * S::kRingStages : 1];  // kRing: full[kRingStages], then empty
   __device__ uint16_t* stage(int warp) { return u.buf + warp * (kWarpBytes / 2); }
+  __device__ uint16_t* ring_stage(int i) { return u.buf + i * S::kStageElems; }
   __device__ uint8_t* warp_area(int warp) { return reinterpret_cast<uint8_t*>(stage(warp)); }
   __device__ uint16_t* q() { return u.buf + kQAt / 2; }
 };
 // Shared memory of all blocks of a multiprocessor, with the 1 KiB each block reserves, within the
 // H200's 228 KiB.
-template <int D, bool kSplitV, pacts_format kFormat>
+template <int D, bool kSplitV, pacts_format kFormat, bool kRing = false>
 inline constexpr bool kMmaSmemFits =
-    MmaShape<D, kSplitV>::kBlocksPerSm * (sizeof(MmaSmem<D, kSplitV, kFormat>) + 1024) <=
+    MmaShape<D, kSplitV, kRing>::kBlocksPerSm *
+        (sizeof(MmaSmem<D, kSplitV, kFormat, kRing>) + 1024) <=
     228 * 1024;
 
 // Element offset of (row, chunk) in a 16-bit tile of rows of D elements: the chunk is XORed with
@@ -314,6 +332,38 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     }
     copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
   }
+}
+
+// The ring's copies of a tile (kRing, bulk rows only): as stage_tile's bulk rows, by the producer
+// warp into a ring stage, completing on the stage's barrier `full` (32 arrivals, one per lane
+// after its copy is issued or its zeros stored, and the owned rows' bytes).
+template <int D>
+__device__ void ring_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
+                          uint64_t* full, int lane) {
+  using S = MmaShape<D, false>;
+  constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
+  const int slot = lane % S::kKeys;
+  const bool v_lane = lane >= S::kKeys;
+  const int64_t e = PACTS_SHFL(entry, slot);
+  const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < S::kKeys && entry >= 0);
+  uint16_t* dst = stage + (v_lane ? S::kTileElems : 0) + slot * S::kRowPad;
+  // The stage was last read (ldmatrix) by the computing warp whose arrival on its empty barrier
+  // this warp waited for, or written here as ordinary memory: both before the bulk writes.
+  gpu::fence_proxy_async_shared();
+  if (lane == 0) gpu::mbarrier_expect_tx(full, __popc(owned) * 2u * D * 2u);
+  PACTS_WARP_SYNC();
+  if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+#pragma unroll
+    for (int c = 0; c < S::kChunks; ++c)
+      *reinterpret_cast<uint4*>(dst + c * 8) = make_uint4(0, 0, 0, 0);
+  } else {
+    int64_t k_row = 0, v_row = 0;
+    kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(v_lane ? p.v.data : p.k.data) +
+                          (v_lane ? v_row : k_row);
+    gpu::cp_async_bulk_row(dst, src, D * 2, full);
+  }
+  gpu::mbarrier_arrive(full);
 }
 
 // 16-byte copy c of an owned key's row (units [c * kCopyUnits, +kCopyUnits)) into `dst` (shared):
@@ -568,16 +618,17 @@ struct SplitSegment {
 // 2^112). K is then not rounded at all (the declared u_q only loosens the bound) and the product
 // by the scale is a rounding the "+4" of gamma_{D+4}(u_logit) holds.
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false>
-__global__ void __launch_bounds__(MmaShape<D, kSplitV>::kThreads,
-                                  MmaShape<D, kSplitV>::kBlocksPerSm)
+          bool kKLogit = false, bool kRing = false>
+__global__ void __launch_bounds__(MmaShape<D, kSplitV, kRing>::kThreads,
+                                  MmaShape<D, kSplitV, kRing>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
-  using S = MmaShape<D, kSplitV>;
+  using S = MmaShape<D, kSplitV, kRing>;
+  static_assert(!kRing || kNarrow, "the ring: the bf16 kernel's transposed form");
   static_assert(!kNarrow || (!kSplitV && D <= 128), "the transposed form: the bf16 kernel at D <= 128");
   static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
                 "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
   extern __shared__ float4 smem_raw[];
-  using Smem = MmaSmem<D, kSplitV, kFormat>;
+  using Smem = MmaSmem<D, kSplitV, kFormat, kRing>;
   Smem& sm = *reinterpret_cast<Smem*>(smem_raw);
   const WorkItem wi = work_item(p);
   const int64_t b = wi.b, kv_head = wi.kv_head, z = wi.z;
@@ -840,7 +891,61 @@ split_kv_mma_kernel(const Params p) {
     pb[1] = gpu::movmatrix_trans(gpu::pack_bf16x2_rn(pv[2], pv[3]));  // keys 8-15
   };
 
-  if constexpr (!kSplitV) {
+  if constexpr (kRing) {
+    // The ring (an experiment, MmaShape::kRing): warp kWarps copies the item's tiles in order
+    // into kRingStages stages; computing warp w takes tiles w, w + kWarps, ... as the per-warp
+    // stages do. Stage k % kRingStages holds the k-th tile; full[s] completes a phase when the
+    // tile's rows have landed (the producer's 32 arrivals and the bulk copies' bytes), empty[s]
+    // when the computing warp is done with the stage.
+    constexpr int kR = S::kRingStages;
+    uint64_t* const full = sm.ring_bar;
+    uint64_t* const empty = sm.ring_bar + kR;
+    if (t == 0) {
+      for (int i = 0; i < kR; ++i) {
+        gpu::mbarrier_init(&full[i], gpu::kWarpSize);
+        gpu::mbarrier_init(&empty[i], 1);
+      }
+      gpu::fence_mbarrier_init();
+    }
+    __syncthreads();
+    const int32_t n_tiles = static_cast<int32_t>(last - first);
+    if (warp == S::kWarps) {  // the producer
+      int64_t entry = entry_of(first);
+      for (int32_t k = 0; k < n_tiles; ++k) {
+        const int s = k % kR;
+        const int64_t next = entry_of(first + k + 1);  // the next tile's entries in flight
+        if (k >= kR) gpu::mbarrier_wait_parity(&empty[s], static_cast<uint32_t>(k / kR - 1) & 1u);
+        ring_tile<D>(p, kv_head, entry, sm.ring_stage(s), &full[s], lane);
+        entry = next;
+      }
+    } else {
+      const int va_row = lane % 8 + (lane / 16) * 8, va_chunk = (lane / 8) % 2;
+      for (int32_t k = warp; k < n_tiles; k += S::kWarps) {
+        const int s = k % kR;
+        if (!PACTS_MUTANT(hip_cp_async_wait_skipped))
+          gpu::mbarrier_wait_parity(&full[s], static_cast<uint32_t>(k / kR) & 1u);
+        const uint16_t* kt = sm.ring_stage(s);
+        const uint16_t* vt = kt + S::kTileElems;
+        float st[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int kk = 0; kk < S::kKSteps; ++kk) {
+          uint32_t ka[4];
+          gpu::ldmatrix_x4(ka, kt + (lane % 16) * S::kRowPad + (2 * kk + lane / 16) * 8);
+          gpu::mma_bf16_16816(st, ka, qb[kk][0], qb[kk][1]);
+        }
+        uint32_t pb[2];
+        softmax_step_t(st, (first + k) * S::kKeys, pb);
+#pragma unroll
+        for (int m = 0; m < kAccTiles; ++m) {
+          uint32_t va[4];
+          gpu::ldmatrix_x4_trans(va, vt + va_row * S::kRowPad + (2 * m + va_chunk) * 8);
+          gpu::mma_bf16_16816(acc[m], va, pb[0], pb[1]);
+        }
+        PACTS_WARP_SYNC();  // every lane's reads of the stage are done
+        if (lane == 0) gpu::mbarrier_arrive(&empty[s]);
+      }
+    }
+  } else if constexpr (!kSplitV) {
     // bf16 K and V: kStages stages of bf16 tiles with padded rows (stage_tile).
     uint16_t* const stages = sm.stage(warp);
     uint64_t* const bars = sm.bar[warp];
@@ -1193,7 +1298,8 @@ split_kv_mma_kernel(const Params p) {
   if (!PACTS_MUTANT(hip_final_barrier_dropped)) __syncthreads();
 
   typename Smem::Final& fin = sm.u.fin;
-  if constexpr (kNarrow) {  // O^T: dim 16 m + g + 8 (x / 2), row 2 q4 + x % 2 (rows 0-7 only)
+  if (kRing && warp == S::kWarps) {  // the producer holds no state
+  } else if constexpr (kNarrow) {  // O^T: dim 16 m + g + 8 (x / 2), row 2 q4 + x % 2 (rows 0-7 only)
 #pragma unroll
     for (int m = 0; m < kAccTiles; ++m)
 #pragma unroll
@@ -1208,7 +1314,7 @@ split_kv_mma_kernel(const Params p) {
                       (kSplitV ? split_v_dim<D>(n, 2 * q4 + x % 2) : n * 8 + 2 * q4 + x % 2)] = acc[n][x];
   }
   // A row's state is the same in every lane that holds the row: one lane writes it.
-  if (kNarrow ? g == 0 : q4 == 0) {
+  if ((kNarrow ? g == 0 : q4 == 0) && (!kRing || warp < S::kWarps)) {
     for (int h = 0; h < 2; ++h) {
       fin.m[warp][lrow[h]] = state[h].m;
       fin.l[warp][lrow[h]] = state[h].l;
