@@ -70,10 +70,6 @@ bool split_slots(const pacts_problem& p) { return p.kv_format != PACTS_FORMAT_BF
 
 template <bool kSplit>
 int64_t blocks_per_sm_of(int32_t head_dim) {
-#if defined(PACTS_EXPERIMENT_RING) && PACTS_HIP_MATRIX_UNIT
-  // bench/ variant ring: the bf16 kernel's ring at D 64 and 128 (src/kernel_mma.h, kRing).
-  if (!kSplit && head_dim <= 128) return detail::MmaShape<128, false, true>::kBlocksPerSm;
-#endif
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
   switch (head_dim) {  // by the LDS of gfx942 (64 KiB per compute unit): estimates, never run
     case 64: return detail::kMfmaBlocksPerCu<64, kSplit>;
@@ -92,8 +88,27 @@ int64_t blocks_per_sm_of(int32_t head_dim) {
 #endif
 }
 
+// bench/ variants ring*: whether the plan counts the ring kernel's slots (src/kernel_mma.h, kRing,
+// an experiment; never in production builds): bf16 pools at D 64
+// and 128 with items of at most 8 rows (the transposed form). The ring runs where the rows move by
+// bulk copies (rows_bulk, a property of the buffers the plan does not see); other layouts and a
+// scaled V run their kernels on the same plan, so that PACTS-ACC-4's scaled and unscaled runs
+// take the same partitions.
+bool ring_slots(const pacts_problem& p) {
+#if PACTS_HIP_MATRIX_UNIT && defined(PACTS_EXPERIMENT_RING)
+  const int64_t rows = int64_t{p.q_len} * (p.num_q_heads / std::max<int32_t>(p.num_kv_heads, 1));
+  return p.kv_format == PACTS_FORMAT_BF16 && p.head_dim <= 128 && rows <= 8;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
 // Blocks of the problem's tile kernel resident per multiprocessor: the plan's slots.
 int64_t blocks_per_sm(const pacts_problem& p) {
+#if PACTS_HIP_MATRIX_UNIT
+  if (ring_slots(p)) return detail::MmaShape<128, false, true>::kBlocksPerSm;
+#endif
   return split_slots(p) ? blocks_per_sm_of<true>(p.head_dim) : blocks_per_sm_of<false>(p.head_dim);
 }
 
@@ -295,7 +310,7 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
 #if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_NO_NARROW)  // the latter: a bench/ variant
     if constexpr (D <= 128)
       if (prm.rows_per_item <= 8) {
-#if defined(PACTS_EXPERIMENT_RING)  // bench/ variant ring: bulk rows through the block's ring
+#if defined(PACTS_EXPERIMENT_RING)  // bench/ variants ring*: bulk rows through the block's ring
         if (prm.rows_bulk)
           return launch<D, PACTS_FORMAT_BF16, false, false, true, false, true>(prm, items,
                                                                              merge_items, stream);

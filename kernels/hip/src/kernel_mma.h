@@ -49,10 +49,11 @@ namespace pacts::kernels::hip::detail {
 // pool's own bf16 codes. Both keep the same warps and the same key-to-warp assignment, so scaling
 // V by 2^k through a scale gives exactly 2^k times the unscaled result (PACTS-ACC-4: the parts mid
 // and lo of such values are 0).
-// kRing (timing experiment only, bench/ variant ring: PACTS_EXPERIMENT_RING = blocks per
+// kRing (timing experiment only, bench/ variants ring*: PACTS_EXPERIMENT_RING = blocks per
 // multiprocessor): the bf16 kernel's transposed form with one more warp per block, a producer that
 // fills a ring of kRingStages stages shared by the block's computing warps (whole rows by bulk
-// copies; the host launches it for bulk rows only), instead of two stages per computing warp.
+// copies; the host launches it where rows are contiguous and aligned, rows_bulk), instead of two
+// stages per computing warp.
 template <int D, bool kSplitV, bool kRing = false>
 struct MmaShape {
   // Where Q~'s MMA fragments live: in registers (D 64, and the split kernels at D 128), or read
@@ -277,7 +278,9 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     uint16_t* dst = stage + (v_lane ? S::kTileElems : 0) + slot * S::kRowPad;
     // This stage was last read (ldmatrix) or zeroed as ordinary memory: those accesses come
     // before the bulk copies' writes.
+#if !defined(PACTS_EXPERIMENT_NO_PROXY_FENCE)  // timing experiment only (bench/ variants)
     gpu::fence_proxy_async_shared();
+#endif
     PACTS_WARP_SYNC();
     if (lane == 0 && !kRowsByCpAsync)
       gpu::mbarrier_arrive_expect_tx(bar, __popc(owned) * 2u * D * 2u);
@@ -349,7 +352,9 @@ __device__ void ring_tile(const Params& p, int64_t kv_head, int64_t entry, uint1
   uint16_t* dst = stage + (v_lane ? S::kTileElems : 0) + slot * S::kRowPad;
   // The stage was last read (ldmatrix) by the computing warp whose arrival on its empty barrier
   // this warp waited for, or written here as ordinary memory: both before the bulk writes.
+#if !defined(PACTS_EXPERIMENT_NO_PROXY_FENCE)  // timing experiment only (bench/ variants)
   gpu::fence_proxy_async_shared();
+#endif
   if (lane == 0) gpu::mbarrier_expect_tx(full, __popc(owned) * 2u * D * 2u);
   PACTS_WARP_SYNC();
   if (e < 0) {  // unowned: never an address; zeros of the kernel's own
@@ -910,13 +915,25 @@ split_kv_mma_kernel(const Params p) {
     __syncthreads();
     const int32_t n_tiles = static_cast<int32_t>(last - first);
     if (warp == S::kWarps) {  // the producer
-      int64_t entry = entry_of(first);
-      for (int32_t k = 0; k < n_tiles; ++k) {
+      // The block-table entries of the next 4 tiles in flight (a chain of one load per tile
+      // would bound the block to a tile per load latency).
+      const auto produce = [&](int32_t k, int64_t entry) {
+        if (k >= n_tiles) return;
         const int s = k % kR;
-        const int64_t next = entry_of(first + k + 1);  // the next tile's entries in flight
         if (k >= kR) gpu::mbarrier_wait_parity(&empty[s], static_cast<uint32_t>(k / kR - 1) & 1u);
         ring_tile<D>(p, kv_head, entry, sm.ring_stage(s), &full[s], lane);
-        entry = next;
+      };
+      int64_t e0 = entry_of(first), e1 = entry_of(first + 1), e2 = entry_of(first + 2),
+              e3 = entry_of(first + 3);
+      for (int32_t k = 0; k < n_tiles; k += 4) {
+        produce(k, e0);
+        e0 = entry_of(first + k + 4);
+        produce(k + 1, e1);
+        e1 = entry_of(first + k + 5);
+        produce(k + 2, e2);
+        e2 = entry_of(first + k + 6);
+        produce(k + 3, e3);
+        e3 = entry_of(first + k + 7);
       }
     } else {
       const int va_row = lane % 8 + (lane / 16) * 8, va_chunk = (lane / 8) % 2;
