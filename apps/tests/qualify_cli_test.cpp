@@ -8,20 +8,13 @@
 
 #include "child_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #if !defined(PACTS_QUALIFY_EXE) || !defined(PACTS_TEST_OUT)

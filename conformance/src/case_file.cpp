@@ -480,12 +480,16 @@ spec::Result<CaseFile> read_case_file(const std::string& path) {
   });
 }
 
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
 std::string fitted_file_name(const std::string& stem, const std::string& extension) {
   if (stem.size() <= kMaxFileStem) return stem + extension;
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
-  for (const unsigned char c : stem) h = (h ^ c) * 0x100000001b3ull;
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a64(stem)));
   return stem.substr(0, kMaxFileStem) + "~" + hex + extension;
 }
 

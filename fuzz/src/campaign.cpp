@@ -48,12 +48,6 @@ std::string sanitize(const std::string& s) {
   return o;
 }
 
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 // A check that throws fails its case, as in the runner (conformance/src/runner.cpp).
 pc::Outcome checked(const pc::Property& p, pc::Backend& backend, pc::Backend& reference,
                     const pc::CaseSpec& spec) {
@@ -144,7 +138,7 @@ std::string failure_signature(const std::string& property, const std::string& ba
   f.spec.seed = 0;  // the data seed never shrinks: two minimal cases of one bug differ in it
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(fnv1a64(backend + "\n" + pc::to_json_text(f))));
+                static_cast<unsigned long long>(pc::fnv1a64(backend + "\n" + pc::to_json_text(f))));
   return hex;
 }
 

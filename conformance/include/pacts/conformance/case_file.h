@@ -33,6 +33,9 @@ spec::Status write_case_file(const std::string& path, const CaseFile& file);
 // long names stay distinct and the same name always gives the same file.
 inline constexpr size_t kMaxFileStem = 200;
 std::string fitted_file_name(const std::string& stem, const std::string& extension);
+// FNV-1a (64 bits) of the bytes of `s`: the hash fitted_file_name appends, and the one a fuzz
+// campaign names its unique failures by.
+uint64_t fnv1a64(const std::string& s);
 spec::Result<CaseFile> read_case_file(const std::string& path);
 
 }  // namespace pacts::conformance
