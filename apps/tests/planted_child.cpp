@@ -2,7 +2,8 @@
 // process backend: the host backend served by backends' serve(), misbehaving on purpose.
 //
 //   pacts_planted_child --fault crash|hang|exit|garbage|wrong-id|deep|duplicate-key|nan|
-//                               drop-sinks|bad-handshake|deep-handshake
+//                               drop-sinks|bad-handshake|deep-handshake|write-past-out|
+//                               write-before-lse|write-k|read-past-k|read-before-q
 //                       [--on N] [--backend host|host+<fault>]
 //
 // crash: abort() at request N; hang: sleep at request N; exit: exit(0) at request N; garbage /
@@ -13,7 +14,10 @@
 // output from request N on; drop-sinks: declares the host's capabilities (sinks included) but
 // runs every problem without its sinks (a lie about capabilities); bad-handshake: declares a page
 // size the spec does not define. --backend host+output_gap_write (conformance/fault_backend.h)
-// writes outside the output elements.
+// writes outside the output elements. Accesses outside the buffers, from request N on (what
+// pacts-child's guard zones must catch, backends/src/guard_zones.h): write-past-out writes 8
+// bytes past the end of out; write-before-lse 4 bytes before the start of lse; write-k one byte
+// of the input k; read-past-k reads 64 KiB past the end of k; read-before-q 8 KiB before q.
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
 #include <pacts/conformance/registry.h>
@@ -23,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -51,6 +56,40 @@ class DropSinks final : public Backend {
   std::unique_ptr<Backend> inner_;
 };
 
+// Runs the inner backend, then accesses memory outside the views as `fault` says (from call
+// `on` on): the bug classes of a kernel whose bounds are wrong.
+class OutOfBounds final : public Backend {
+ public:
+  OutOfBounds(std::unique_ptr<Backend> inner, std::string fault, int64_t on)
+      : inner_(std::move(inner)), fault_(std::move(fault)), on_(on) {}
+  std::string name() const override { return inner_->name() + "-" + fault_; }
+  std::string device() const override { return inner_->device(); }
+  const pacts::conformance::Capabilities& capabilities() const override { return inner_->capabilities(); }
+  const pacts::spec::NumericsProfile& profile() const override { return inner_->profile(); }
+  pacts::conformance::RunResult run(const pacts_problem& problem, const pacts_buffers& b,
+                                    const pacts::conformance::PlanHint& hint) override {
+    pacts::conformance::RunResult r = inner_->run(problem, b, hint);
+    if (++calls_ < on_ || !r.status.is_ok()) return r;
+    auto* out = static_cast<uint8_t*>(b.out.data);
+    auto* lse = static_cast<uint8_t*>(b.lse.data);
+    const auto* k = static_cast<const volatile uint8_t*>(b.k.data);
+    const auto* q = static_cast<const volatile uint8_t*>(b.q.data);
+    if (fault_ == "write-past-out" && out != nullptr)
+      std::memset(out + b.out.bytes, 0x42, 8);
+    if (fault_ == "write-before-lse" && lse != nullptr) std::memset(lse - 4, 0x42, 4);
+    if (fault_ == "write-k" && k != nullptr) static_cast<uint8_t*>(b.k.data)[b.k.bytes / 2] ^= 1u;
+    if (fault_ == "read-past-k" && k != nullptr) sink_ = sink_ + k[b.k.bytes + 65536];
+    if (fault_ == "read-before-q" && q != nullptr) sink_ = sink_ + q[-8192];
+    return r;
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  std::string fault_;
+  int64_t on_ = 1, calls_ = 0;
+  volatile uint32_t sink_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,6 +104,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<Backend> backend = pacts::conformance::make_backend(backend_name);
   if (!backend) return 1;
   if (fault == "drop-sinks") backend = std::make_unique<DropSinks>(std::move(backend));
+  for (const char* f : {"write-past-out", "write-before-lse", "write-k", "read-past-k", "read-before-q"})
+    if (fault == f) backend = std::make_unique<OutOfBounds>(std::move(backend), fault, on);
   pacts::backends::ChildIdentity id{"planted-" + fault, backend->device(), "", "", ""};
   // An extra member, first in the object, nested 70,000 deep (140 KB: under the 1 MiB a line
   // may take).

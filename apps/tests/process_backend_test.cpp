@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #if !defined(PACTS_CHILD_EXE) || !defined(PACTS_PLANTED_CHILD_EXE) || !defined(PACTS_MUSTPASS_DIR) || \
@@ -168,6 +169,65 @@ TEST(ProcessBackend, HandshakesALoaderWouldRefuseAreRefusedNamingTheField) {
           "handshake.version = 2: this pacts implements process protocol version 1");
   refused("exit 3", "crashed before its handshake: exit status 3");
   refused("/no/such/program", "crashed before its handshake: exit status 127");
+}
+
+// pacts-child runs the backend on guarded copies of the buffers (backends/src/guard_zones.h): a
+// write outside out and lse or into an input fails the call naming the buffer; a read or write
+// that reaches a guard page ends the child, and the crash names the buffer. Without the guard
+// zones, each of these children computes the right output.
+TEST(ProcessBackend, AccessesOutsideTheBuffersAreCaughtAndNamed) {
+  std::optional<CaseData> chosen;
+  for (CaseData& c : mustpass_cases()) {
+    auto host = make_backend("host");
+    if (!c.problem.want_lse || c.k.empty() || c.q.empty()) continue;
+    CaseData t = c;
+    if (host->run(t.problem, t.buffers(), PlanHint{}).status.is_ok()) {
+      chosen = std::move(c);
+      break;
+    }
+  }
+  ASSERT_TRUE(chosen.has_value()) << "no mustpass case with the LSE that the host backend computes";
+  // A write lands in the canaries when the buffer's size leaves room before its guard pages (a
+  // Fail naming it after the call), else on a guard page (a Crash naming it); a read far outside
+  // always faults.
+  enum class Lost { kNone, kCrash, kEither };
+  struct Expect {
+    const char* fault;
+    const char* words;
+    Lost lost;
+  };
+  for (const Expect& e : {Expect{"write-past-out", "past its end", Lost::kEither},
+                          Expect{"write-before-lse", "lse: 4 bytes before its start were written", Lost::kNone},
+                          Expect{"write-k", "k: 1 byte of this input was written", Lost::kNone},
+                          Expect{"read-past-k", "k: an access 65536 bytes past its end", Lost::kCrash},
+                          Expect{"read-before-q", "q: an access 8192 bytes before its start", Lost::kCrash}}) {
+    auto child = start(planted(e.fault, 1));
+    ASSERT_NE(child, nullptr);
+    CaseData c = *chosen;
+    const RunResult r = child->run(c.problem, c.buffers(), PlanHint{});
+    const std::string& m = r.status.message();
+    EXPECT_FALSE(r.status.is_ok()) << e.fault;
+    EXPECT_NE(m.find(e.words), std::string::npos) << e.fault << ": " << m;
+    if (std::string(e.fault) == "write-past-out") {
+      EXPECT_TRUE(m.find("out: 8 bytes past its end were written") != std::string::npos ||
+                  m.find("out: an access 0 bytes past its end") != std::string::npos) << m;
+    }
+    if (e.lost == Lost::kNone) {
+      EXPECT_EQ(r.lost, RunResult::Lost::kNone) << e.fault << ": " << m;
+    }
+    if (e.lost == Lost::kCrash) {
+      EXPECT_EQ(r.lost, RunResult::Lost::kCrash) << e.fault << ": " << m;
+    }
+    std::printf("%s: %s\n", e.fault, m.c_str());
+  }
+  // The same child with no fault computes the host backend's bytes through the guarded copies.
+  auto healthy = start(planted("none", 1));
+  ASSERT_NE(healthy, nullptr);
+  CaseData a = *chosen, b = *chosen;
+  ASSERT_TRUE(healthy->run(a.problem, a.buffers(), PlanHint{}).status.is_ok());
+  ASSERT_TRUE(make_backend("host")->run(b.problem, b.buffers(), PlanHint{}).status.is_ok());
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.lse, b.lse);
 }
 
 // Through the catalogue: the faults a kernel can have give the verdict the property gives any

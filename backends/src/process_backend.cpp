@@ -1,6 +1,7 @@
 // The process backend and its serving side (spec/process.md): control lines of JSON over the
 // child's standard input and output, buffers in exchange directories on a RAM disk.
 #include "descriptor_checks.h"
+#include "guard_zones.h"
 
 #include <pacts/backends/process.h>
 #include <pacts/conformance/case_data.h>
@@ -26,6 +27,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -47,6 +50,21 @@ using spec::Status;
 
 constexpr size_t kMaxLine = size_t{1} << 20;  // spec/process.md §1.2
 constexpr int kProtocolVersion = 1;
+// The note pacts-child leaves in the exchange directory when a buffer's guard page faults
+// (guard_zones.h, spec/process.md §3.3).
+constexpr const char* kGuardNote = "guard_fault.txt";
+
+// "; " and the note of a child that died on a guard page, or "".
+std::string guard_note(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path note = dir / kGuardNote;
+  if (!fs::is_regular_file(note, ec) || fs::file_size(note, ec) > 4096) return "";
+  std::ifstream in(note);
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (t.empty()) return "";
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return "; " + t;
+}
 
 // spec/process.md §5: 60 s to start, 120 s per call, or PACTS_EXEC_TIMEOUT_S for both.
 int timeout_s(int fallback) {
@@ -640,12 +658,12 @@ class ProcessBackend final : public Backend {
                           {"id", id},
                           {"dir", dir.string()},
                           {"hint", {{"kind", hint_kind_name(hint.kind)}, {"value", hint.value}}}};
-    if (!child_.send(request.dump())) return failed("crashed: " + child_.ended());
+    if (!child_.send(request.dump())) return failed("crashed: " + child_.ended() + guard_note(dir));
     std::string line;
     const int limit = timeout_s(120);
     switch (child_.read_line(line, limit)) {
       case Child::Got::kLine: break;
-      case Child::Got::kEof: return failed("crashed: " + child_.ended());
+      case Child::Got::kEof: return failed("crashed: " + child_.ended() + guard_note(dir));
       case Child::Got::kTimeout:
         child_.kill_group();
         return failed("timed out: no reply within " + std::to_string(limit) + " s");
@@ -921,16 +939,32 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
       // The output allocations as pacts wrote them: their guard bytes stay unless written.
       if (Status s = conformance::load_results(dir, c); !s) {
         r.status = spec::Status(spec::Code::kInternal, "pacts-child: " + s.message());
-      } else if (op == "run") {
-        r = backend.run(c.problem, c.buffers(), *hint);
       } else {
-        auto lens = conformance::read_npy(dir + "/replayed_context_lens.npy");
-        if (!lens || lens.value().type != conformance::NpyType::kI32) {
-          r.status = spec::invalid_argument("replayed_context_lens.npy: accepted: int32, batch values");
+        // The backend runs on guarded copies of the buffers (guard_zones.h): an access outside
+        // them faults and is named in the exchange directory's note, a write outside out and lse
+        // is named after the call.
+        std::vector<int32_t> replay;
+        if (op == "run_replayed") {
+          auto lens = conformance::read_npy(dir + "/replayed_context_lens.npy");
+          if (!lens || lens.value().type != conformance::NpyType::kI32) {
+            r.status = spec::invalid_argument("replayed_context_lens.npy: accepted: int32, batch values");
+          } else {
+            replay.resize(lens.value().elements());
+            std::memcpy(replay.data(), lens.value().data.data(), replay.size() * 4);
+          }
+        }
+        detail::GuardZones guard;
+        const pacts_buffers views = c.buffers();
+        if (!r.status.is_ok()) {
+        } else if (Status placed = guard.place(views, dir + "/" + kGuardNote); !placed) {
+          r.status = placed;
         } else {
-          std::vector<int32_t> replay(lens.value().elements());
-          std::memcpy(replay.data(), lens.value().data.data(), replay.size() * 4);
-          r = backend.run_replayed(c.problem, c.buffers(), replay, *hint);
+          r = op == "run" ? backend.run(c.problem, guard.views(), *hint)
+                          : backend.run_replayed(c.problem, guard.views(), replay, *hint);
+          if (Status outside = guard.check(op == "run" ? nullptr : &replay); !outside)
+            r.status = outside;
+          else
+            guard.copy_outputs(views);
         }
       }
       if (r.status.is_ok() && hooks.after_call) hooks.after_call(id, c.out);
