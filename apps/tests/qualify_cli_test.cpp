@@ -9,10 +9,13 @@
 #include "child_process.h"
 
 #include <signal.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -211,6 +214,42 @@ std::string attribute_after(const std::string& xml, const std::string& open, con
   if (k == std::string::npos || k > end) return "";
   const size_t v = k + key.size() + 3;
   return xml.substr(v, xml.find('"', v) - v);
+}
+
+// The same on a real full disk: --out on a small tmpfs, filled up after a first run. Skipped
+// (with the reason) where the test cannot mount one.
+TEST(QualifyReportWrite, AFullDiskLeavesNoReportCutShort) {
+  const fs::path out = fresh_dir("tmpfs");
+  fs::create_directories(out);
+  if (mount("tmpfs", out.c_str(), "tmpfs", 0, "size=1m") != 0)
+    GTEST_SKIP() << "no tmpfs could be mounted at " << out << ": " << std::strerror(errno);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+  } unmount{out};
+  const fs::path log = out.parent_path() / "tmpfs.log";
+  const std::vector<std::string> args = {"--backend", "reference", "--property", "PACTS-ACC-1",
+                                         "--cases", "2", "--bench-sets", "none", "--out", out.string()};
+  ASSERT_EQ(run_to_end(args, log), 0) << read_text(log);
+  ASSERT_TRUE(nlohmann::json::parse(read_text(out / "report.json"))["qualified"].get<bool>());
+  {  // every byte the file system has left, taken
+    std::FILE* fill = std::fopen((out / "filler").c_str(), "wb");
+    ASSERT_NE(fill, nullptr);
+    const std::vector<char> chunk(4096, 'x');
+    while (std::fwrite(chunk.data(), 1, chunk.size(), fill) == chunk.size() && std::fflush(fill) == 0) {
+    }
+    std::fclose(fill);
+  }
+  EXPECT_EQ(run_to_end(args, log), 2);
+  EXPECT_NE(read_text(log).find("not written"), std::string::npos) << read_text(log);
+  for (const char* name : {"report.md", "report.json", "report.junit.xml"})
+    EXPECT_FALSE(fs::exists(out / name)) << name << "\n" << read_text(log);
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  const std::vector<fs::path> previous = previous_runs(out);
+  ASSERT_EQ(previous.size(), 1u);
+  EXPECT_TRUE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
+  EXPECT_TRUE(fs::exists(previous[0] / "report.md"));
 }
 
 }  // namespace
