@@ -3,7 +3,9 @@
 // seed and a fixed budget. A reader must answer every input with a valid load or a refusal that
 // names the file: no crash, no exception, no allocation beyond the memory budget, no other status
 // code. A case file it accepts must then build (make_case). The budget keeps the test under a few
-// seconds; campaigns with other seeds: PACTS_READER_FUZZ_SEED=N.
+// seconds; campaigns with other seeds: PACTS_READER_FUZZ_SEED=N. pacts_reader_fuzz_asan_test is this
+// test with the readers built under AddressSanitizer and UBSan: a one-byte over-read planted after
+// an .npy's data is read ends it with a heap-buffer-overflow, where the plain build passes.
 #include <pacts/conformance/case_data.h>
 #include <pacts/conformance/case_file.h>
 #include <pacts/conformance/exchange.h>
