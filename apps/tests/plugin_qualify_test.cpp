@@ -640,6 +640,42 @@ TEST(QualifyReport, ACrashingPluginFailsACaseAndTheReportIsWritten) {
   EXPECT_EQ(b["results"][1]["verdict"], "Pass") << b["results"][1].dump(2);
 }
 
+// Plugins that hang, call exit(0), write past out or read past k, isolated in pacts-child (the
+// default): each gets its verdict (Timeout, Crash, Fail or Crash naming the buffer), the run
+// completes and the report is written, not qualified.
+TEST(QualifyReport, MisbehavingPluginsGetTheirVerdictAndTheReportIsWritten) {
+  struct Planted {
+    const char* name;
+    const char* library;
+    std::vector<std::string> verdicts;  // either
+    const char* words;
+  };
+  setenv("PACTS_EXEC_TIMEOUT_S", "1", 1);  // the hang: every call of its cases times out
+  for (const Planted& p : {Planted{"hang", PACTS_PLUGIN_HANG, {"Timeout"}, "timed out"},
+                           Planted{"exit", PACTS_PLUGIN_EXIT, {"Crash"}, "crashed: exit status 0"},
+                           Planted{"write-past-out", PACTS_PLUGIN_WRITE_PAST_OUT, {"Fail", "Crash"},
+                                   "out: "},
+                           Planted{"read-past-k", PACTS_PLUGIN_READ_PAST_K, {"Crash"},
+                                   "k: an access 65536 bytes past its end"}}) {
+    const fs::path dir = scratch(std::string("planted-") + p.name);
+    const Exit e = run_qualify("--backend none --backend-lib " + std::string(p.library) +
+                                   " --property PACTS-ACC-1 --cases 2 --bench-sets none --seed 20261129"
+                                   " --out " + (dir / "report").string(),
+                               dir);
+    EXPECT_EQ(e.code, 1) << p.name << ": " << e.output;
+    ASSERT_TRUE(fs::exists(dir / "report" / "report.json")) << p.name << ": " << e.output;
+    const json j = json::parse(read_text(dir / "report" / "report.json"));
+    EXPECT_FALSE(j["qualified"].get<bool>()) << p.name;
+    ASSERT_EQ(j["backends"].size(), 1u) << p.name;
+    const json& r = j["backends"][0]["results"][0];
+    const std::string verdict = r["verdict"].get<std::string>();
+    EXPECT_NE(std::find(p.verdicts.begin(), p.verdicts.end(), verdict), p.verdicts.end())
+        << p.name << ": " << r.dump(2);
+    EXPECT_NE(r.dump().find(p.words), std::string::npos) << p.name << ": " << r.dump(2);
+  }
+  unsetenv("PACTS_EXEC_TIMEOUT_S");
+}
+
 TEST(QualifyReport, RefusedPluginIsAUsageError) {
   const fs::path dir = scratch("refused");
   const Exit e = run_qualify("--backend-lib " + std::string(PACTS_PLUGIN_ABI99) + " --out " +

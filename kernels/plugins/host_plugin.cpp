@@ -22,6 +22,8 @@
 #include <pacts/decode.h>
 #include <pacts/host.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #ifndef PACTS_PLUGIN_ABI_VERSION
@@ -219,6 +222,20 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
   }
 #endif
   guarded(result, [&] { run_plan(self, problem, buffers, nullptr, 0, hint, result); });
+  // Planted misbehaviour of a plugin (tests of the isolation, apps/tests/plugin_qualify_test.cpp):
+  // a hang, exit(0), a write 8 bytes past out, a read 64 KiB past k, each after computing.
+#if defined(PACTS_PLUGIN_HANG)
+  std::this_thread::sleep_for(std::chrono::hours(1));
+#elif defined(PACTS_PLUGIN_EXIT)
+  std::exit(0);
+#elif defined(PACTS_PLUGIN_WRITE_PAST_OUT)
+  if (buffers->out.data != nullptr) std::memset(static_cast<uint8_t*>(buffers->out.data) + buffers->out.bytes, 0x42, 8);
+#elif defined(PACTS_PLUGIN_READ_PAST_K)
+  if (buffers->k.data != nullptr) {
+    const uint8_t byte = static_cast<const volatile uint8_t*>(buffers->k.data)[buffers->k.bytes + 65536];
+    if (byte == 0x5A && result->message[0] == '\0') result->message[0] = ' ';  // keeps the read
+  }
+#endif
 }
 
 void run_replayed(pacts_backend_instance* self, const pacts_problem* problem,
