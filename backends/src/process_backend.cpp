@@ -51,7 +51,7 @@ using spec::Status;
 constexpr size_t kMaxLine = size_t{1} << 20;  // spec/process.md §1.2
 constexpr int kProtocolVersion = 1;
 // The note pacts-child leaves in the exchange directory when a buffer's guard page faults
-// (guard_zones.h, spec/process.md §3.3).
+// (guard_zones.h, spec/process.md §4).
 constexpr const char* kGuardNote = "guard_fault.txt";
 
 // "; " and the note of a child that died on a guard page, or "".
@@ -61,9 +61,8 @@ std::string guard_note(const fs::path& dir) {
   if (!fs::is_regular_file(note, ec) || fs::file_size(note, ec) > 4096) return "";
   std::ifstream in(note);
   std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (t.empty()) return "";
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
-  return "; " + t;
+  return t.empty() ? "" : "; " + t;
 }
 
 // spec/process.md §5: 60 s to start, 120 s per call, or PACTS_EXEC_TIMEOUT_S for both.
@@ -955,10 +954,8 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
         }
         detail::GuardZones guard;
         const pacts_buffers views = c.buffers();
-        if (!r.status.is_ok()) {
-        } else if (Status placed = guard.place(views, dir + "/" + kGuardNote); !placed) {
-          r.status = placed;
-        } else {
+        if (r.status.is_ok()) r.status = guard.place(views, dir + "/" + kGuardNote);
+        if (r.status.is_ok()) {
           r = op == "run" ? backend.run(c.problem, guard.views(), *hint)
                           : backend.run_replayed(c.problem, guard.views(), replay, *hint);
           if (Status outside = guard.check(op == "run" ? nullptr : &replay); !outside)

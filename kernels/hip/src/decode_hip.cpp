@@ -89,11 +89,10 @@ int64_t blocks_per_sm_of(int32_t head_dim) {
 }
 
 // bench/ variants ring*: whether the plan counts the ring kernel's slots (src/kernel_mma.h, kRing,
-// an experiment; never in production builds): bf16 pools at D 64
-// and 128 with items of at most 8 rows (the transposed form). The ring runs where the rows move by
-// bulk copies (rows_bulk, a property of the buffers the plan does not see); other layouts and a
-// scaled V run their kernels on the same plan, so that PACTS-ACC-4's scaled and unscaled runs
-// take the same partitions.
+// an experiment; never in production builds): bf16 pools at D 64 and 128 with items of at most 8
+// rows (the transposed form). The ring runs where the rows move by bulk copies (rows_bulk, a
+// property of the buffers the plan does not see); other layouts and a scaled V run their kernels
+// on the same plan, so that PACTS-ACC-4's scaled and unscaled runs take the same partitions.
 bool ring_slots(const pacts_problem& p) {
 #if PACTS_HIP_MATRIX_UNIT && defined(PACTS_EXPERIMENT_RING)
   const int64_t rows = int64_t{p.q_len} * (p.num_q_heads / std::max<int32_t>(p.num_kv_heads, 1));
