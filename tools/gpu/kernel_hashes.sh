@@ -2,8 +2,9 @@
 # kernel_hashes.sh LIB: one line per sm_90 kernel of a library (or object) built by nvcc: its
 # mangled name, the size of its .text and a hash of the bytes. Two builds whose lines agree run
 # the same machine code, so figures measured on one hold for the other (a library rebuilt from
-# unchanged kernels and the one a GPU run measured, for example). Needs objcopy and python3;
-# no CUDA tools (cuobjdump need not be installed). tools/gpu/production_unchanged.sh uses it.
+# unchanged kernels and the one a GPU run measured, for example). Needs objcopy and python3, and
+# Python's zstandard module (Debian: python3-zstandard) where nvcc compressed the device code; no
+# CUDA tools (cuobjdump need not be installed). tools/gpu/production_unchanged.sh uses it.
 #   tools/gpu/kernel_hashes.sh build/kernels/hip/libpacts_kernels_hip.so > a.txt
 set -euo pipefail
 lib=$1
@@ -12,7 +13,27 @@ trap 'rm -f "$tmp"' EXIT
 objcopy -O binary --only-section=.nv_fatbin "$lib" "$tmp"
 python3 - "$tmp" <<'PY'
 import hashlib, struct, sys
-data = open(sys.argv[1], 'rb').read()
+raw = open(sys.argv[1], 'rb').read()
+# The fatbin's entries (a 16-byte header, then per entry a header of its own size and a payload);
+# a payload nvcc compressed (zstd) is expanded, so the cubins are compared as code, not as bytes.
+data, off = b'', 0
+while off + 16 <= len(raw) and struct.unpack_from('<I', raw, off)[0] == 0xBA55ED50:
+    hsize, fsize = struct.unpack_from('<HQ', raw, off + 6)
+    at, end = off + hsize, off + hsize + fsize
+    while at + 16 <= end:
+        ehsize, esize = struct.unpack_from('<IQ', raw, at + 4)
+        payload = raw[at + ehsize:at + ehsize + esize]
+        if payload[:4] == bytes.fromhex('28b52ffd'):
+            try:
+                import zstandard
+            except ImportError:
+                sys.exit('kernel_hashes.sh: the device code is compressed (zstd); install python3-zstandard')
+            payload = zstandard.ZstdDecompressor().decompress(payload, max_output_size=1 << 31)
+        data += payload
+        at += ehsize + esize
+    off = (end + 7) // 8 * 8
+if not data:
+    data = raw
 at = 0
 while (at := data.find(b'\x7fELF', at)) >= 0:  # the cubins inside the fatbin (uncompressed)
     shoff, = struct.unpack_from('<Q', data, at + 0x28)

@@ -13,6 +13,7 @@
 #include "src/kernel_mfma.h"
 #endif
 #include "src/plan_config.h"
+#include "src/plan_rules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,18 +51,6 @@ int32_t tile_keys(int32_t head_dim) {
 #endif
 }
 
-// Automatic split (spec/operator.md §11 leaves it to the backend): the fewest partitions whose
-// blocks fill at least 90 % of their last wave of resident slots (blocks_per_sm per
-// multiprocessor; a partial wave idles multiprocessors, and every extra partition costs a merge),
-// partitions of at least kMinPartitionKeys (a few tiles: the tile kernels' tiles are 16 or 32
-// keys), at most kMaxPartitions. A short context at a small batch takes as many partitions as
-// its keys allow: its time is the chain of dependent tiles each warp computes, which more
-// partitions shorten (the merge computes each partition's weights once per row: src/kernel.h,
-// merge_kernel). Depends on the shape and the multiprocessor count only.
-constexpr int64_t kMinPartitionKeys = 64;
-constexpr int64_t kMinBusyPartitionKeys = 1024;
-constexpr int64_t kMaxPartitions = 64;
-
 // Whether the plan counts the slots of the split kernels (launch_format): every KV format but
 // bf16. A bf16 pool takes the bf16 kernel, or a split one when V has a scale, and both get the
 // bf16 kernel's plan: PACTS-ACC-4 needs the same partitions whatever V's scale (the merge's
@@ -77,6 +66,10 @@ int64_t blocks_per_sm_of(int32_t head_dim) {
     default: return detail::kMfmaBlocksPerCu<256, kSplit>;
   }
 #elif PACTS_HIP_MATRIX_UNIT
+  static_assert(detail::MmaShape<64, kSplit>::kBlocksPerSm == config::nvidia_blocks_per_sm(kSplit, 64) &&
+                detail::MmaShape<128, kSplit>::kBlocksPerSm == config::nvidia_blocks_per_sm(kSplit, 128) &&
+                detail::MmaShape<256, kSplit>::kBlocksPerSm == config::nvidia_blocks_per_sm(kSplit, 256),
+                "the plan's slots (kernels/src/plan_rules.h) are the kernels' launch bounds");
   switch (head_dim) {
     case 64: return detail::MmaShape<64, kSplit>::kBlocksPerSm;
     case 128: return detail::MmaShape<128, kSplit>::kBlocksPerSm;
@@ -109,28 +102,6 @@ int64_t blocks_per_sm(const pacts_problem& p) {
   if (ring_slots(p)) return detail::MmaShape<128, false, true>::kBlocksPerSm;
 #endif
   return split_slots(p) ? blocks_per_sm_of<true>(p.head_dim) : blocks_per_sm_of<false>(p.head_dim);
-}
-
-int64_t automatic_partitions(const pacts_problem& p, const DeviceInfo& dev, int64_t row_tiles,
-                             int64_t max_keys) {
-  const int64_t units = int64_t{p.batch} * p.num_kv_heads * row_tiles;
-  const int64_t sms = std::max<int32_t>(dev.multiprocessors, 1);
-  // Two corrections to "fill the resident slots", measured on the H200 with the bf16 kernel at 3
-  // blocks per multiprocessor (docs/kernel-design.md, "Where the time goes"): with units for
-  // under a quarter of the multiprocessors (batch 1), 2 slots each, so fewer and longer
-  // partitions (B1 ctx16k: 30 partitions 63 us, 45 partitions 70 us); with a unit for every
-  // multiprocessor, partitions of at least kMinBusyPartitionKeys (B32 ctx1024: unsplit 62 us, 3
-  // partitions 82 us).
-  const int64_t per_sm = units * 4 < sms ? std::min<int64_t>(blocks_per_sm(p), 2) : blocks_per_sm(p);
-  const int64_t min_keys = units >= sms ? kMinBusyPartitionKeys : kMinPartitionKeys;
-  const int64_t slots = per_sm * sms;
-  if (units == 0 || units >= slots || max_keys <= min_keys) return 1;
-  const int64_t limit = std::min(ceil_div(max_keys, min_keys), kMaxPartitions);
-  for (int64_t parts = 1; parts < limit; ++parts) {
-    const int64_t blocks = units * parts;
-    if (blocks * 10 >= ceil_div(blocks, slots) * slots * 9) return parts;
-  }
-  return limit;
 }
 
 // The workspace of a split plan: the partials (config::workspace_bytes_for); in the builds that
@@ -459,76 +430,37 @@ spec::Result<Plan> plan(const pacts_problem& problem, const DeviceInfo& dev,
 #if defined(PACTS_MUTANTS)
   if (spec::Status s = sync_device_mutant(); !s) return s;
 #endif
-  if (spec::Status s = spec::validate_problem(problem, requirements()); !s) return s;
-  if (fixed_partition_size < 0 || fixed_partitions < 0 ||
-      (fixed_partition_size > 0 && fixed_partitions > 0))
-    return spec::invalid_argument(
-        "fixed_partition_size " + std::to_string(fixed_partition_size) + ", fixed_partitions " +
-        std::to_string(fixed_partitions) + ": give at most one, and neither negative");
-  if (batch_invariant && fixed_partitions > 0)
-    return spec::invalid_argument(
-        "batch_invariant with fixed_partitions " + std::to_string(fixed_partitions) +
-        ": a partition count follows the key range; the batch-invariant plan takes a fixed "
-        "partition size (fixed_partition_size, or its default) or nothing");
-  const int64_t tile = tile_keys(problem.head_dim);
-  const int64_t rows = int64_t{problem.q_len} * (problem.num_q_heads / problem.num_kv_heads);
-  const int64_t rows_per_item = std::min<int64_t>(rows, detail::kMaxRows);
-  const int64_t row_tiles = ceil_div(rows, rows_per_item);
-  const int64_t max_keys = int64_t{problem.max_pages_per_seq} * problem.page_size;
-  const auto size_for = [&](int64_t parts) {
-    return ceil_div(std::max<int64_t>(ceil_div(std::max<int64_t>(max_keys, 1), parts), 1), tile) *
-           tile;
-  };
-  int64_t size = 0;
-  if (batch_invariant) {
-    size = config::batch_invariant_split(max_keys, tile, fixed_partition_size).size;
-  } else if (fixed_partition_size > 0) {
-    size = ceil_div(fixed_partition_size, tile) * tile;
-  } else {
-    size = size_for(fixed_partitions > 0 ? fixed_partitions
-                                         : automatic_partitions(problem, dev, row_tiles, max_keys));
-  }
-  int64_t partitions = std::max<int64_t>(ceil_div(max_keys, size), 1);
-  if (batch_invariant)
-    partitions = config::batch_invariant_split(max_keys, tile, fixed_partition_size).partitions;
-  else if (partitions == 1)
-    size = size_for(1);
-  if (size > INT32_MAX)
-    return spec::out_of_range("max_pages_per_seq " + std::to_string(problem.max_pages_per_seq) +
-                              " x page_size " + std::to_string(problem.page_size) +
-                              ": the HIP kernels need the key range plus a tile below 2^31");
-  const int64_t blocks = int64_t{problem.batch} * problem.num_kv_heads * row_tiles * partitions;
-  if (blocks > INT32_MAX)
-    return spec::out_of_range("batch " + std::to_string(problem.batch) + " x num_kv_heads " +
-                              std::to_string(problem.num_kv_heads) + " x " +
-                              std::to_string(partitions) + " partitions: more than 2^31 - 1 blocks");
-  Plan out;
-  out.problem = problem;
-  out.tile_keys = static_cast<int32_t>(tile);
-  out.partition_size = static_cast<int32_t>(size);
-  out.num_partitions = static_cast<int32_t>(partitions);
-  out.rows_per_item = static_cast<int32_t>(rows_per_item);
-  out.workers = std::max<int32_t>(dev.multiprocessors, 1);
-  if (partitions > 1 && !split_workspace_bytes(problem, partitions, row_tiles, &out.workspace_bytes))
-    return spec::out_of_range("workspace of " + std::to_string(partitions) +
-                              " partitions: more than 2^63 bytes; give fewer partitions");
-  out.variant = std::string(
+  // The plan of kernels/src/plan_rules.h with the GPU kernels' rules: their tile and row tile,
+  // the resident slots of the problem's tile kernel, and their workspace.
+  config::PlanRules rules;
+  rules.variant = std::string(
 #if defined(PACTS_HIP_MFMA) && PACTS_HIP_MFMA
-                    "hip-mfma"
+                      "hip-mfma"
 #else
-                    PACTS_HIP_MATRIX_UNIT ? "hip-mma" : "hip"
+                      PACTS_HIP_MATRIX_UNIT ? "hip-mma" : "hip"
 #endif
-                    ) +
+                      )
 #if defined(PACTS_UNSAFE_UNMASKED)
-                "-UNSAFE-unmasked" +
+                  + "-UNSAFE-unmasked"
 #endif
-                "/d" + std::to_string(problem.head_dim) + "/tile" + std::to_string(tile) +
-                "/rows" + std::to_string(rows_per_item) + (partitions > 1 ? "/split" : "/direct") +
-                (batch_invariant ? "/invariant" : "") +
-                (k_scale_on_logit(problem.kv_format, problem.k_scale_mode, problem.k_scale,
-                                  problem.v_scale_mode)
-                     ? "/k-logit"
-                     : "");
+      ;
+  rules.kernels = "the HIP kernels";
+  rules.requirements = requirements();
+  rules.tile_keys = tile_keys(problem.head_dim);
+  rules.max_rows_per_item = detail::kMaxRows;
+  rules.automatic = [&](int64_t row_tiles, int64_t max_keys) {
+    return config::gpu_automatic_partitions(problem, dev.multiprocessors, blocks_per_sm(problem),
+                                            row_tiles, max_keys);
+  };
+  rules.workspace = [&](int64_t partitions, int64_t row_tiles, uint64_t* bytes) {
+    return split_workspace_bytes(problem, partitions, row_tiles, bytes);
+  };
+  rules.items_below_2_31 = true;  // one block per item, grids of at most 2^31 - 1 blocks
+  spec::Result<Plan> out = config::make_plan(problem, dev, fixed_partition_size, fixed_partitions,
+                                             batch_invariant, rules);
+  if (out && k_scale_on_logit(problem.kv_format, problem.k_scale_mode, problem.k_scale,
+                              problem.v_scale_mode))
+    out.value().variant += "/k-logit";
   return out;
 }
 

@@ -76,7 +76,8 @@ struct Plan {
 // The automatic choice depends on the shape and device.multiprocessors only: a problem with
 // enough (sequence, KV head, row tile) units to keep every worker busy, or a short key range,
 // runs unsplit; otherwise the key range is split into enough partitions of at least a minimum
-// length to give every worker several items (plan.cpp documents the constants).
+// length to give every worker several items (kernels/src/plan_rules.h: the one plan of both
+// backends, with each one's rules and constants).
 //
 // `batch_invariant` (spec/operator.md §11.1): partitions of a constant size, as many as the key
 // range needs, whatever the batch, the other sequences and the device: `fixed_partition_size`
