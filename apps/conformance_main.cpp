@@ -42,10 +42,11 @@ class PropertyTest : public testing::Test {
 
   void TestBody() override {
     const PropertyStats s = run_property(*property_, *backend_, *reference_, config().run);
-    std::printf("%s on %s: %lld cases, %lld passed, %lld NotSupported, worst error/bound %.3g, "
-                "%.2f s (seed %llu)\n",
+    std::printf("%s on %s: %lld cases, %lld passed, %lld NotSupported, %lld NotApplicable, worst "
+                "error/bound %.3g, %.2f s (seed %llu)\n",
                 property_->id.c_str(), s.backend.c_str(), static_cast<long long>(s.cases),
                 static_cast<long long>(s.passed), static_cast<long long>(s.not_supported),
+                static_cast<long long>(s.not_applicable),
                 s.worst_ratio, s.seconds, static_cast<unsigned long long>(config().run.seed));
     // What the backend ran, per KV format and per K/V layout pair (tools/gpu/catalogue_summary.sh adds
     // these lines up over shards and properties).
@@ -58,6 +59,7 @@ class PropertyTest : public testing::Test {
                 counts(s.ran_per_layout).c_str());
     RecordProperty("cases", static_cast<int>(s.cases));
     RecordProperty("not_supported", static_cast<int>(s.not_supported));
+    RecordProperty("not_applicable", static_cast<int>(s.not_applicable));
     RecordProperty("worst_ratio", std::to_string(s.worst_ratio));
     const std::string where =
         s.case_file.empty() ? std::string(" (no case directory given)")
@@ -78,6 +80,9 @@ class PropertyTest : public testing::Test {
         break;
       case Verdict::kNotSupported:
         GTEST_SKIP() << property_->id << ": NotSupported on " << s.backend;
+      case Verdict::kNotApplicable:
+        GTEST_SKIP() << property_->id << ": NotApplicable on " << s.backend << ": "
+                     << s.not_applicable_reason;
       case Verdict::kPass:
         break;
     }

@@ -45,13 +45,14 @@ uint64_t fresh_seed() {
 
 void print_report(const pf::Summary& s, const std::string& out_dir) {
   const pf::CampaignRecord& c = s.campaigns.front();
-  std::printf("\n%-16s %9s %9s %9s %7s %7s %7s %7s %12s\n", "property", "cases", "passed",
-              "not_supp", "failed", "warn", "skipped", "discard", "worst e/b");
+  std::printf("\n%-16s %9s %9s %9s %7s %7s %7s %7s %7s %12s\n", "property", "cases", "passed",
+              "not_supp", "failed", "warn", "not_app", "skipped", "discard", "worst e/b");
   for (const pf::PropertyCounts& p : s.properties)
-    std::printf("%-16s %9lld %9lld %9lld %7lld %7lld %7lld %7lld %12.4g\n", p.id.c_str(),
+    std::printf("%-16s %9lld %9lld %9lld %7lld %7lld %7lld %7lld %7lld %12.4g\n", p.id.c_str(),
                 static_cast<long long>(p.cases), static_cast<long long>(p.passed),
                 static_cast<long long>(p.not_supported), static_cast<long long>(p.failed),
-                static_cast<long long>(p.quality_warnings), static_cast<long long>(p.skipped),
+                static_cast<long long>(p.quality_warnings), static_cast<long long>(p.not_applicable),
+                static_cast<long long>(p.skipped),
                 static_cast<long long>(p.discarded), p.worst_ratio);
   const nlohmann::json cov = s.coverage.to_json();
   std::printf("\ncoverage: %lld cells covered by %lld cases the backend ran\n",

@@ -74,7 +74,10 @@ int exit_code(pc::Verdict v) { return pc::is_failure(v) ? kExitFail : kExitPass;
 
 void print_verdict(const char* id, const pc::Outcome& o) {
   std::printf("  verdict:  %s %s (worst error/bound ratio %.3g)%s\n", id, pc::verdict_name(o.verdict),
-              o.worst_ratio, o.verdict == pc::Verdict::kNotSupported ? ", not a failure" : "");
+              o.worst_ratio,
+              o.verdict == pc::Verdict::kNotSupported || o.verdict == pc::Verdict::kNotApplicable
+                  ? ", not a failure"
+                  : "");
   if (!o.detail.empty()) std::printf("  detail:   %s\n", o.detail.c_str());
 }
 
@@ -274,7 +277,7 @@ int check_case_file(const std::string& path, const std::string& backend_name) {
   std::printf("pacts case check %s\n  case:    %s\n  backend: %s (%s)\n\n", path.c_str(),
               pc::describe(spec).c_str(), backend->name().c_str(), backend->device().c_str());
   std::printf("%-18s %-34s %-15s %12s\n", "ID", "name", "verdict", "worst ratio");
-  int counts[6] = {0, 0, 0, 0, 0, 0};
+  int counts[pc::kVerdicts] = {};
   for (const pc::Property& property : pc::catalogue()) {
     const pc::Outcome o = checked(property, *backend, *reference, spec);
     ++counts[static_cast<int>(o.verdict)];
@@ -286,10 +289,12 @@ int check_case_file(const std::string& path, const std::string& backend_name) {
   const int fails = counts[static_cast<int>(pc::Verdict::kFail)] +
                     counts[static_cast<int>(pc::Verdict::kCrash)] +
                     counts[static_cast<int>(pc::Verdict::kTimeout)];
-  std::printf("\n%zu properties: %d passed, %d failed, %d quality warnings, %d not supported\n",
+  std::printf("\n%zu properties: %d passed, %d failed, %d quality warnings, %d not supported, "
+              "%d not applicable\n",
               pc::catalogue().size(), counts[static_cast<int>(pc::Verdict::kPass)], fails,
               counts[static_cast<int>(pc::Verdict::kQualityWarning)],
-              counts[static_cast<int>(pc::Verdict::kNotSupported)]);
+              counts[static_cast<int>(pc::Verdict::kNotSupported)],
+              counts[static_cast<int>(pc::Verdict::kNotApplicable)]);
   return fails ? kExitFail : kExitPass;
 }
 

@@ -206,6 +206,7 @@ void add(rpt::Counts& counts, pc::Verdict v) {
     case pc::Verdict::kTimeout: ++counts.fail; break;
     case pc::Verdict::kNotSupported: ++counts.not_supported; break;
     case pc::Verdict::kQualityWarning: ++counts.quality_warning; break;
+    case pc::Verdict::kNotApplicable: ++counts.not_applicable; break;
   }
 }
 
@@ -230,6 +231,8 @@ std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Back
     if (o.verdict == pc::Verdict::kCrash || o.verdict == pc::Verdict::kTimeout) lost = o.verdict;
     if (o.verdict == pc::Verdict::kNotSupported && row.not_supported_reason.empty())
       row.not_supported_reason = "mustpass " + e.path + ": " + o.detail;
+    if (o.verdict == pc::Verdict::kNotApplicable && row.not_applicable_reason.empty())
+      row.not_applicable_reason = "mustpass " + e.path + ": " + o.detail;
     row.worst_ratio = std::max(row.worst_ratio, o.worst_ratio);
     if (pc::is_failure(o.verdict) || o.verdict == pc::Verdict::kQualityWarning) {
       row.failing_case_files.push_back(e.path);
@@ -242,6 +245,8 @@ std::optional<rpt::PropertyRow> qualify_property(const pc::Property& p, pc::Back
   const bool bad = pc::is_failure(s.verdict) || s.verdict == pc::Verdict::kQualityWarning;
   row.generated.pass = s.passed;
   row.generated.not_supported = s.not_supported;
+  row.generated.not_applicable = s.not_applicable;
+  if (row.not_applicable_reason.empty()) row.not_applicable_reason = s.not_applicable_reason;
   // The reason of a NotSupported row (spec/properties.md §1): the backend's own, from the first
   // case it refused; a generated case's reason names no file and reads the same on every run.
   if (!s.not_supported_reason.empty()) row.not_supported_reason = s.not_supported_reason;

@@ -41,7 +41,7 @@ std::string ratio_text(double r) {
 
 json counts_json(const Counts& c) {
   return {{"pass", c.pass}, {"fail", c.fail}, {"not_supported", c.not_supported},
-          {"quality_warning", c.quality_warning}};
+          {"quality_warning", c.quality_warning}, {"not_applicable", c.not_applicable}};
 }
 
 json capabilities_json(const Capabilities& c) {
@@ -106,7 +106,8 @@ std::string cell(std::string s) {
 
 std::string count_cell(const Counts& c) {
   return std::to_string(c.pass) + " / " + std::to_string(c.fail) + " / " +
-         std::to_string(c.not_supported) + " / " + std::to_string(c.quality_warning);
+         std::to_string(c.not_supported) + " / " + std::to_string(c.quality_warning) + " / " +
+         std::to_string(c.not_applicable);
 }
 
 bool row_failed(const PropertyRow& r) { return is_failure(r.verdict); }
@@ -114,6 +115,16 @@ bool row_failed(const PropertyRow& r) { return is_failure(r.verdict); }
 // What a NotSupported row says about why: the backend's reason, or that it gave none.
 std::string not_supported_text(const PropertyRow& r) {
   return r.not_supported_reason.empty() ? std::string("the backend gave no reason") : r.not_supported_reason;
+}
+
+// What a NotApplicable row says: why its first such case could not exercise the property.
+std::string not_applicable_text(const PropertyRow& r) {
+  return r.not_applicable_reason.empty() ? std::string("no reason recorded") : r.not_applicable_reason;
+}
+
+// A row the JUnit XML counts as skipped: neither passed nor failed.
+bool row_skipped(const PropertyRow& r) {
+  return r.verdict == Verdict::kNotSupported || r.verdict == Verdict::kNotApplicable;
 }
 
 }  // namespace
@@ -127,6 +138,11 @@ Verdict combine(const Counts& mustpass, const Counts& generated) {
   if (mustpass.fail + generated.fail > 0) return Verdict::kFail;
   if (mustpass.quality_warning + generated.quality_warning > 0) return Verdict::kQualityWarning;
   if (mustpass.pass + generated.pass > 0) return Verdict::kPass;
+  // No case passed: the backend refused some (NotSupported), or none could exercise the property
+  // (NotApplicable); a property that ran no case at all is NotSupported (spec/properties.md §1).
+  if (mustpass.not_supported + generated.not_supported == 0 &&
+      mustpass.not_applicable + generated.not_applicable > 0)
+    return Verdict::kNotApplicable;
   return Verdict::kNotSupported;
 }
 
@@ -189,6 +205,9 @@ json to_json(const Report& r) {
                                {"not_supported_reason", row.verdict == Verdict::kNotSupported
                                                             ? json(not_supported_text(row))
                                                             : json(nullptr)},
+                               {"not_applicable_reason", row.verdict == Verdict::kNotApplicable
+                                                             ? json(not_applicable_text(row))
+                                                             : json(nullptr)},
                                {"replay", row.replay}});
     j["backends"].push_back(std::move(jb));
   }
@@ -222,8 +241,9 @@ std::string to_markdown(const Report& r) {
   if (!r.notes.empty()) md << "\n";
 
   md << "Result states (spec/properties.md §1): Pass, Fail, NotSupported (never a failure), "
-        "QualityWarning (never blocks). Counts are cases as pass / fail / NotSupported / "
-        "QualityWarning; a generated run stops at its first failing case and shrinks it.\n\n";
+        "QualityWarning (never blocks), NotApplicable (the case could not exercise the property; "
+        "never a Pass). Counts are cases as pass / fail / NotSupported / QualityWarning / "
+        "NotApplicable; a generated run stops at its first failing case and shrinks it.\n\n";
 
   for (const BackendSection& b : r.backends) {
     md << "## Backend `" << b.name << "`\n\n";
@@ -309,6 +329,16 @@ std::string to_markdown(const Report& r) {
          << ", NotSupported: " << cell(not_supported_text(row)) << "\n";
     }
     if (refused) md << "\n";
+    // NotApplicable rows: no case of theirs could exercise the property on this run.
+    bool inapplicable = false;
+    for (const PropertyRow& row : b.rows) {
+      if (row.verdict != Verdict::kNotApplicable) continue;
+      if (!inapplicable) md << "### NotApplicable, and why\n\n";
+      inapplicable = true;
+      md << "- **" << row.id << "** " << (row.mandatory ? "Mandatory" : "QualityWarning")
+         << ", NotApplicable: " << cell(not_applicable_text(row)) << "\n";
+    }
+    if (inapplicable) md << "\n";
     md << "### Bench sets\n\n" << b.bench << "\n\n";
   }
 
@@ -327,7 +357,7 @@ std::string to_junit(const Report& r) {
     for (const PropertyRow& row : b.rows) {
       ++tests;
       failures += is_failure(row.verdict);
-      skipped += row.verdict == Verdict::kNotSupported;
+      skipped += row_skipped(row);
     }
   for (const CheckResult& c : r.self_checks) {
     ++tests;
@@ -356,9 +386,7 @@ std::string to_junit(const Report& r) {
   };
   for (const BackendSection& b : r.backends) {
     const int64_t f = std::count_if(b.rows.begin(), b.rows.end(), row_failed);
-    const int64_t s = std::count_if(b.rows.begin(), b.rows.end(), [](const PropertyRow& row) {
-      return row.verdict == Verdict::kNotSupported;
-    });
+    const int64_t s = std::count_if(b.rows.begin(), b.rows.end(), row_skipped);
     double seconds = 0;
     for (const PropertyRow& row : b.rows) seconds += row.seconds;
     // The classname is the backend's declared name, never its path: a JUnit reader splits a
@@ -380,6 +408,11 @@ std::string to_junit(const Report& r) {
         x << "      <skipped message=\""
           << xml_escaped("NotSupported (" + std::string(row.mandatory ? "Mandatory" : "QualityWarning") +
                          ") on " + declared_name(b) + ": " + not_supported_text(row))
+          << "\"/>\n";
+      if (row.verdict == Verdict::kNotApplicable)
+        x << "      <skipped message=\""
+          << xml_escaped("NotApplicable (" + std::string(row.mandatory ? "Mandatory" : "QualityWarning") +
+                         ") on " + declared_name(b) + ": " + not_applicable_text(row))
           << "\"/>\n";
       if (row.verdict == Verdict::kQualityWarning)
         x << "      <system-out>" << xml_escaped("QualityWarning: " + row.detail + "\ncase files: " + files)

@@ -18,8 +18,8 @@ namespace pacts::conformance::report {
 
 // Case counts of one source (mustpass or generated) per result state (spec/properties.md §1).
 struct Counts {
-  int64_t pass = 0, fail = 0, not_supported = 0, quality_warning = 0;
-  int64_t total() const { return pass + fail + not_supported + quality_warning; }
+  int64_t pass = 0, fail = 0, not_supported = 0, quality_warning = 0, not_applicable = 0;
+  int64_t total() const { return pass + fail + not_supported + quality_warning + not_applicable; }
 };
 
 // One property on one backend.
@@ -33,6 +33,7 @@ struct PropertyRow {
   std::vector<std::string> failing_case_files;  // mustpass files, then the shrunk generated case
   std::string detail;              // the first failure or warning
   std::string not_supported_reason;  // why the backend refused the property's cases (NotSupported)
+  std::string not_applicable_reason;  // why a case could not exercise the property (NotApplicable)
   std::string replay;              // the command that replays the generated failure
 };
 

@@ -342,6 +342,42 @@ TEST(QualifyJunit, MarkdownAndJsonSayWhyNotSupported) {
   EXPECT_EQ(j["hostname"], r.hostname);
 }
 
+// A row none of whose cases could exercise its property is NotApplicable in every output: a
+// skipped test with its own word and reason, its own JSON count and reason, its own Markdown list;
+// never NotSupported, which would blame the backend.
+TEST(QualifyJunit, NotApplicableRowsSayWhyAndAreNotNotSupported) {
+  Report r = sample();
+  PropertyRow na = row("PACTS-EDGE-6", Verdict::kPass);
+  na.generated = {};
+  na.generated.not_applicable = 3;
+  na.not_applicable_reason = "MXFP4 K has no per-tensor scale";
+  na.verdict = combine(na.mustpass, na.generated);
+  EXPECT_EQ(na.verdict, Verdict::kNotApplicable);
+  Counts refused_too = na.generated;
+  refused_too.not_supported = 1;
+  EXPECT_EQ(combine({}, refused_too), Verdict::kNotSupported);  // the backend's refusal wins
+  EXPECT_EQ(combine({}, {}), Verdict::kNotSupported);           // no case at all
+  r.backends[0].rows.push_back(na);
+  auto root = parsed(to_junit(r));
+  ASSERT_NE(root, nullptr);
+  for (const std::string& f : junit_faults(*root)) ADD_FAILURE() << f;
+  std::vector<std::string> skipped;
+  for (const Element* e : all(*root, "skipped")) skipped.push_back(e->attributes.at("message"));
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[1], "NotApplicable (Mandatory) on host: MXFP4 K has no per-tensor scale");
+  const nlohmann::json j = to_json(r);
+  const nlohmann::json& jr = j["backends"][0]["results"][2];
+  EXPECT_EQ(jr["verdict"], "NotApplicable");
+  EXPECT_EQ(jr["generated"]["not_applicable"], 3);
+  EXPECT_EQ(jr["not_applicable_reason"], "MXFP4 K has no per-tensor scale");
+  EXPECT_TRUE(jr["not_supported_reason"].is_null());
+  const std::string md = to_markdown(r);
+  EXPECT_NE(md.find("### NotApplicable, and why"), std::string::npos);
+  EXPECT_NE(md.find("**PACTS-EDGE-6** Mandatory, NotApplicable: MXFP4 K has no per-tensor scale"),
+            std::string::npos)
+      << md;
+}
+
 // ---- pacts-fuzz's summary -----------------------------------------------------------------------
 
 pacts::fuzz::Summary fuzz_sample() {
@@ -402,6 +438,38 @@ TEST(FuzzJunit, NotSupportedReasonSurvivesSummaryJsonAndMerge) {
   auto root = parsed(merged.junit_xml());
   ASSERT_NE(root, nullptr);
   for (const std::string& f : junit_faults(*root)) ADD_FAILURE() << f;
+}
+
+// NotApplicable counts and their reason survive summary.json and a merge; a property with no
+// other case is a skipped test that says NotApplicable; a summary of an earlier version (no
+// not_applicable field) still reads.
+TEST(FuzzJunit, NotApplicableSurvivesSummaryJsonAndMerge) {
+  pacts::fuzz::Summary s = fuzz_sample();
+  pacts::fuzz::PropertyCounts na;
+  na.id = "PACTS-EDGE-6";
+  na.test_name = "PACTS_EDGE_6_TopOfRangeKeys";
+  na.cases = na.not_applicable = 2;
+  na.not_applicable_reason = "every K code is zero";
+  s.properties.push_back(na);
+  auto back = pacts::fuzz::summary_from_json(s.to_json());
+  ASSERT_TRUE(back.is_ok()) << back.status().message();
+  pacts::fuzz::Summary merged;
+  pacts::fuzz::merge_into(merged, back.value());
+  pacts::fuzz::merge_into(merged, back.value());
+  ASSERT_EQ(merged.properties.size(), 3u);
+  EXPECT_EQ(merged.properties[2].not_applicable, 4);
+  EXPECT_EQ(merged.properties[2].not_applicable_reason, "every K code is zero");
+  EXPECT_EQ(merged.to_json()["totals"]["not_applicable"], 4);
+  auto root = parsed(merged.junit_xml());
+  ASSERT_NE(root, nullptr);
+  for (const std::string& f : junit_faults(*root)) ADD_FAILURE() << f;
+  const auto skipped = all(*root, "skipped");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[1]->attributes.at("message").rfind("NotApplicable (Mandatory) on k___", 0), 0u)
+      << skipped[1]->attributes.at("message");
+  nlohmann::json old_version = fuzz_sample().to_json();
+  for (auto& p : old_version["properties"]) p.erase("not_applicable"), p.erase("not_applicable_reason");
+  EXPECT_TRUE(pacts::fuzz::summary_from_json(old_version).is_ok());
 }
 
 TEST(QualifyJunit, ClassPartIsSanitised) {

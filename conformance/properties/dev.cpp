@@ -166,8 +166,7 @@ std::optional<Outcome> boundary(PropertyContext& ctx, const CaseData& clean, int
 Outcome device_preconditions(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData clean = spec.build();
   const pacts_problem& p = clean.problem;
-  if (auto o = unsupported(ctx.backend, p)) return *o;
-  if (p.batch == 0) return Outcome::not_supported("not applicable: B = 0 has no sequence to break");
+  if (p.batch == 0) return Outcome::not_applicable("B = 0 has no sequence to break");
   const Observed base = observe(ctx.backend, clean);
   if (auto o = run_failed(base, "clean run")) return *o;
   if (base.run.device_error != 0)
@@ -202,16 +201,7 @@ constexpr int64_t k2To31 = int64_t{1} << 31;
 // PACTS-DEV-2 (spec/properties.md): a small generated case is spread over large addresses (one of
 // three variants, from the seed) and must meet ACC-1, its unowned bytes all NaN.
 Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec& spec) {
-  if (!ctx.backend.capabilities().large_buffers)
-    return Outcome::not_supported("backend " + ctx.backend.name() +
-                                  " does not run pools and views past 2^31 elements "
-                                  "(Capabilities::large_buffers; GPU backends)");
-  if (ctx.backend.capabilities().requirements.max_element_offset < k2To31)
-    return Outcome::not_supported("backend " + ctx.backend.name() +
-                                  " declares a maximum element offset below 2^31: PACTS-REFUSE-1 "
-                                  "checks its refusal");
   CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const auto variant = static_cast<LargeAddressVariant>(spec.seed % 3);
   const std::string name = describe(variant);
   std::optional<std::string> why;
@@ -220,7 +210,7 @@ Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec& spec) {
   } catch (const std::bad_alloc&) {
     return Outcome::not_supported(name + ": host memory is short");
   }
-  if (why) return Outcome::not_supported("not applicable: " + name + ": " + *why);
+  if (why) return Outcome::not_applicable(name + ": " + *why);
   if (spec::Status s = spec::validate(c.problem, c.buffers()); !s)
     return Outcome::fail(std::string("internal: the spread case is invalid: ") + s.to_string());
   const std::string where = name + ": ";
@@ -242,11 +232,7 @@ Outcome addressing_64bit(PropertyContext& ctx, const CaseSpec& spec) {
 // lengths are drawn from the case seed over the whole range the block table allows (shorter,
 // longer, zero, the maximum), so a plan or graph that baked in the first lengths is caught.
 Outcome graph_replay(PropertyContext& ctx, const CaseSpec& spec) {
-  if (!ctx.backend.capabilities().plan_replay)
-    return Outcome::not_supported("backend " + ctx.backend.name() +
-                                  " declares no plan replay / graph capture");
   const CaseData first = spec.build();
-  if (auto o = unsupported(ctx.backend, first.problem)) return *o;
   const pacts_problem& p = first.problem;
   if (p.batch == 0) return Outcome::pass();
   const int32_t most = p.max_pages_per_seq * p.page_size;
@@ -279,6 +265,25 @@ Property large_addresses(GenLimits limits) {
   Property p = make_property("PACTS-DEV-2", "Addressing64Bit", Level::kMandatory, false, limits,
                              addressing_64bit);
   p.max_cases = 12;
+  p.supports = [](const Backend& b) -> std::optional<std::string> {
+    if (!b.capabilities().large_buffers)
+      return "backend " + b.name() +
+             " does not run pools and views past 2^31 elements (Capabilities::large_buffers; GPU "
+             "backends)";
+    if (b.capabilities().requirements.max_element_offset < k2To31)
+      return "backend " + b.name() +
+             " declares a maximum element offset below 2^31: PACTS-REFUSE-1 checks its refusal";
+    return std::nullopt;
+  };
+  return p;
+}
+
+Property graph_replay_property(const GenLimits& limits) {
+  Property p = make_property("PACTS-DEV-3", "GraphReplay", Level::kMandatory, false, limits, graph_replay);
+  p.supports = [](const Backend& b) -> std::optional<std::string> {
+    if (b.capabilities().plan_replay) return std::nullopt;
+    return "backend " + b.name() + " declares no plan replay / graph capture";
+  };
   return p;
 }
 
@@ -290,7 +295,7 @@ std::vector<Property> dev_properties() {
   return {
       make_property("PACTS-DEV-1", "DevicePreconditions", Level::kMandatory, false, limits, device_preconditions),
       large_addresses(limits),
-      make_property("PACTS-DEV-3", "GraphReplay", Level::kMandatory, false, limits, graph_replay),
+      graph_replay_property(limits),
   };
 }
 

@@ -227,7 +227,6 @@ Outcome empty_rows(PropertyContext& ctx, const CaseSpec& spec) {
   const PlanHint hint = split_hint(spec);
   int64_t rows = 0;
   const CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const Observed got = observe(ctx.backend, c, hint);
   if (auto o = run_failed(got, "the case as generated")) return *o;
   if (Outcome o = judge_empty_rows(c, got, rows); o.failed()) return with_detail(o, "case as generated");
@@ -414,7 +413,6 @@ std::pair<double, double> widened(const spec::NumericsProfile& prof, const pacts
 Outcome convexity(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
   const pacts_problem& p = c.problem;
-  if (auto o = unsupported(ctx.backend, p)) return *o;
   const Observed got = observe(ctx.backend, c, split_hint(spec));
   if (auto o = run_failed(got, "PACTS-EDGE-3")) return *o;
   const PoolReader v_pool(c, false);
@@ -548,12 +546,11 @@ std::optional<Override> owned_nan(const CaseData& c, uint64_t seed) {
 Outcome nan_propagates(PropertyContext& ctx, const CaseSpec& spec0) {
   CaseSpec spec = spec0;
   CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   std::vector<uint8_t> tainted = tainted_sequences(c);
   std::string placed;
   if (std::none_of(tainted.begin(), tainted.end(), [](uint8_t t) { return t != 0; })) {
     const std::optional<Override> nan = owned_nan(c, spec.seed);
-    if (!nan) return Outcome::not_supported("not applicable: no sequence has a key to carry a NaN");
+    if (!nan) return Outcome::not_applicable("no sequence has a key to carry a NaN");
     spec.overrides.push_back(*nan);
     c = spec.build();
     tainted = tainted_sequences(c);
@@ -777,13 +774,12 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
   const CaseSpec spec = extreme_spec(spec0, x);
   CaseData c = spec.build();
   if (!apply_extreme(c, x, spec.seed))
-    return Outcome::not_supported(std::string("not applicable: ") + extreme_name(x) +
-                                  " cannot be placed in this case");
+    return Outcome::not_applicable(std::string(extreme_name(x)) + " cannot be placed in this case");
   if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const reference::Output ref = reference_answer(c, ctx.backend);
   if (auto why = outside_contract(c.problem, ref))
-    return Outcome::not_supported(std::string(extreme_name(x)) +
-                                  ": the case leaves the range contract, a generator defect: " + *why);
+    return Outcome::not_applicable(std::string(extreme_name(x)) +
+                                   ": the case leaves the range contract, a generator defect: " + *why);
   const Observed got = observe(ctx.backend, c, split_hint(spec));
   if (auto o = run_failed(got, "PACTS-EDGE-5")) return *o;
   // ACC-1 and ACC-2: every value finite and within its bound (the LSE when requested).
@@ -802,25 +798,25 @@ Outcome top_of_range_keys(PropertyContext& ctx, const CaseSpec& spec0) {
   CaseSpec spec = spec0;
   spec.overrides.clear();  // special codes next to extreme scales would leave R1-R3
   if (spec.shape.kv_format == PACTS_FORMAT_E2M1)
-    return Outcome::not_supported("not applicable: MXFP4 K has no per-tensor scale (EDGE-5 "
-                                  "places its e8m0 K bytes up to 250)");
+    return Outcome::not_applicable("MXFP4 K has no per-tensor scale (EDGE-5 places its e8m0 K "
+                                   "bytes up to 250)");
   spec.shape.k_scale_mode = PACTS_SCALE_PER_TENSOR;
   CaseData c = spec.build();
   pacts_problem& p = c.problem;
   const double code_max = max_abs_code(c.k, p.kv_format);
-  if (code_max == 0) return Outcome::not_supported("not applicable: every K code is zero");
+  if (code_max == 0) return Outcome::not_applicable("every K code is zero");
   const double product = double{p.q_scale} * double{p.k_scale};
   const auto e = fitting_exponent(126 - ceil_log2(code_max), [&](int k) {
     return std::isnormal(static_cast<float>(std::ldexp(product, -k)));
   });
-  if (!e) return Outcome::not_supported("not applicable: no normal q_scale keeps the logits");
+  if (!e) return Outcome::not_applicable("no normal q_scale keeps the logits");
   p.k_scale = std::ldexp(1.0f, *e);
   p.q_scale = static_cast<float>(std::ldexp(product, -*e));
   if (auto o = unsupported(ctx.backend, p)) return *o;
   const reference::Output ref = reference_answer(c, ctx.backend);
   if (auto why = outside_contract(p, ref))
-    return Outcome::not_supported("K at 2^" + std::to_string(*e) +
-                                  ": the case leaves the range contract, a generator defect: " + *why);
+    return Outcome::not_applicable("K at 2^" + std::to_string(*e) +
+                                   ": the case leaves the range contract, a generator defect: " + *why);
   const Observed got = observe(ctx.backend, c, split_hint(spec));
   if (auto o = run_failed(got, "PACTS-EDGE-6")) return *o;
   return with_detail(within_tolerance(ctx.backend, p, got, ref),

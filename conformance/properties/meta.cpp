@@ -37,7 +37,6 @@ void permute_pool(std::vector<uint8_t>& buf, int64_t s_page_bytes, const std::ve
 // META-1: the same logical cache with its physical pages permuted.
 Outcome page_permutation(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData a = spec.build();
-  if (auto o = unsupported(ctx.backend, a.problem)) return *o;
   const pacts_problem& p = a.problem;
   CaseData b = a;
   std::vector<int32_t> perm(static_cast<size_t>(p.num_pages));
@@ -64,10 +63,7 @@ Outcome page_permutation(PropertyContext& ctx, const CaseSpec& spec) {
 
 // META-2: two runs of the same case and plan are bitwise identical.
 Outcome determinism(PropertyContext& ctx, const CaseSpec& spec) {
-  if (!ctx.backend.capabilities().deterministic)
-    return Outcome::not_supported("the backend does not declare determinism");
   const CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const PlanHint hint = PlanHint::partition_size(64);
   const Observed a = observe(ctx.backend, c, hint), b = observe(ctx.backend, c, hint, 0x3C);
   if (auto o = run_failed(a, "PACTS-META-2")) return *o;
@@ -77,7 +73,6 @@ Outcome determinism(PropertyContext& ctx, const CaseSpec& spec) {
 // META-3: any plan agrees within the bound; the unsplit path equals a one-partition plan.
 Outcome split_invariance(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const reference::Output ref = reference_answer(c, ctx.backend);
   const Observed base = observe(ctx.backend, c, PlanHint::partitions(1));
   if (auto o = run_failed(base, "PACTS-META-3")) return *o;
@@ -128,7 +123,6 @@ CaseData single_sequence(const CaseData& c, int32_t b, bool narrow = false) {
 // fixed per-sequence plan).
 Outcome batch_composition(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   if (c.problem.batch < 2) return Outcome::pass();
   // Under a fixed partition size (the same per-sequence plan alone and in the batch), and under
   // the backend's batch-invariant plan where it declares one (spec/operator.md §11.1): bitwise.
@@ -256,7 +250,6 @@ Outcome gqa_equals_mha(PropertyContext& ctx, const CaseSpec& spec) {
 // META-7: token i of an L-token query equals an L = 1 query over ctx - (L - 1 - i).
 Outcome causal_consistency(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData c = spec.build();
-  if (auto o = unsupported(ctx.backend, c.problem)) return *o;
   const pacts_problem& p = c.problem;
   if (p.batch == 0) return Outcome::pass();
   const Observed full = observe(ctx.backend, c);
@@ -348,6 +341,15 @@ Outcome window_truncation(PropertyContext& ctx, const CaseSpec& spec0) {
                           .c_str());
 }
 
+Property determinism_property(const GenLimits& limits) {
+  Property p = make_property("PACTS-META-2", "Determinism", Level::kMandatory, true, limits, determinism);
+  p.supports = [](const Backend& b) -> std::optional<std::string> {
+    if (b.capabilities().deterministic) return std::nullopt;
+    return "the backend does not declare determinism";
+  };
+  return p;
+}
+
 }  // namespace
 
 std::vector<Property> meta_properties() {
@@ -360,7 +362,7 @@ std::vector<Property> meta_properties() {
   no_window.allow_window = false;
   return {
       make_property("PACTS-META-1", "PagePermutationInvariance", Level::kMandatory, true, plain, page_permutation),
-      make_property("PACTS-META-2", "Determinism", Level::kMandatory, true, plain, determinism),
+      determinism_property(plain),
       make_property("PACTS-META-3", "SplitInvariance", Level::kMandatory, false, plain, split_invariance),
       make_property("PACTS-META-4", "BatchCompositionInvariance", Level::kMandatory, true, small, batch_composition),
       make_property("PACTS-META-5", "LayoutInvariance", Level::kMandatory, false, plain, layout_invariance),

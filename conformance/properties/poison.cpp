@@ -298,8 +298,7 @@ Outcome run_variants(PropertyContext& ctx, const CaseData& base, const std::vect
     ran.push_back(v.name);
   }
   if (ran.empty())
-    return Outcome::not_supported("no fill applies to this case (not applicable: " +
-                                  join(not_applicable) + ")");
+    return Outcome::not_applicable("no fill applies to this case: " + join(not_applicable));
   std::string detail = "fills: " + join(ran);
   if (!not_applicable.empty()) detail += "; not applicable: " + join(not_applicable);
   if (bitwise_skipped) detail += "; bitwise not checked (not deterministic or another plan)";
@@ -498,7 +497,6 @@ QueryOwnership owned_query(const CaseData& c) {
 
 Outcome query_and_output_gaps_do_not_leak(PropertyContext& ctx, const CaseSpec& spec) {
   CaseData base = spec.build();
-  if (auto o = unsupported(ctx.backend, base.problem)) return *o;
   const QueryOwnership own = owned_query(base);
   for (size_t i = 0; i < base.q.size(); ++i)
     if (!own.q[i]) base.q[i] = 0;
@@ -538,7 +536,6 @@ Outcome query_and_output_gaps_do_not_leak(PropertyContext& ctx, const CaseSpec& 
 // merge that reads an unwritten partition slot it keeps in the output would show it.
 Outcome workspace_contents_do_not_leak(PropertyContext& ctx, const CaseSpec& spec) {
   const CaseData base = spec.build();
-  if (auto o = unsupported(ctx.backend, base.problem)) return *o;
   const PlanHint hint = (spec.seed & 1) ? PlanHint::partitions(16)
                                         : PlanHint::partition_size(std::max(spec.shape.page_size / 2, 1));
   const auto unchanged = [](CaseData&) { return true; };

@@ -2,6 +2,7 @@
 // used through its detail API (as its gtest integration does) so that the seed, the case budget
 // and max_size are set per call rather than through RC_PARAMS, which a CI must never depend on.
 #include <pacts/conformance/case_file.h>
+#include <pacts/conformance/random_case.h>
 #include <pacts/conformance/runner.h>
 
 #include "case_io.h"
@@ -37,10 +38,26 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
+// A property none of whose cases passed or failed: NotSupported where the backend refused a case
+// (its reason is the row's), else NotApplicable where no case could exercise the property; never
+// Pass (spec/properties.md §1).
+Verdict without_a_pass(const PropertyStats& s) {
+  if (s.passed > 0) return Verdict::kPass;
+  if (s.not_supported > 0) return Verdict::kNotSupported;
+  if (s.not_applicable > 0) return Verdict::kNotApplicable;
+  return Verdict::kPass;
+}
+
 }  // namespace
 
 Outcome check_case(const Property& property, Backend& backend, Backend& reference,
                    const CaseSpec& spec) {
+  // The descriptor the case's data will be built for (its page counts do not matter here: the
+  // capabilities are about formats, sizes, layouts and options).
+  if (spec::Status s = check_capabilities(backend.capabilities(), shape_problem(spec.shape, 1, 1)); !s)
+    return Outcome::not_supported(s.message());
+  if (property.supports)
+    if (std::optional<std::string> why = property.supports(backend)) return Outcome::not_supported(*why);
   PropertyContext ctx{backend, reference};
   return property.check(ctx, spec);
 }
@@ -80,8 +97,12 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
         ++stats.not_supported;
         if (stats.not_supported_reason.empty()) stats.not_supported_reason = o.detail;
       }
+      if (o.verdict == Verdict::kNotApplicable) {
+        ++stats.not_applicable;
+        if (stats.not_applicable_reason.empty()) stats.not_applicable_reason = o.detail;
+      }
       if (o.verdict == Verdict::kPass) ++stats.passed;
-      if (o.verdict != Verdict::kNotSupported) {
+      if (o.verdict != Verdict::kNotSupported && o.verdict != Verdict::kNotApplicable) {
         ++stats.ran_per_kv_format[io::name_of(io::kFormatNames, spec.shape.kv_format)];
         ++stats.ran_per_layout[std::string(io::name_of(io::kPoolLayoutNames, spec.shape.k_layout)) + "/" +
                                io::name_of(io::kPoolLayoutNames, spec.shape.v_layout)];
@@ -142,7 +163,7 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
     }
   } else if (tracker.interrupted) {
     stats.interrupted = true;
-    if (stats.passed == 0 && stats.not_supported > 0) stats.verdict = Verdict::kNotSupported;
+    stats.verdict = without_a_pass(stats);
   } else if (rc::detail::FailureResult f; result.match(f)) {
     // A failure the check did not report itself (an exception escaped it).
     stats.failed = 1;
@@ -154,8 +175,8 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
   } else if (result.is<rc::detail::GaveUpResult>()) {
     stats.verdict = Verdict::kFail;
     stats.failure = "RapidCheck gave up: too many discarded cases";
-  } else if (stats.passed == 0 && stats.not_supported > 0) {
-    stats.verdict = Verdict::kNotSupported;
+  } else {
+    stats.verdict = without_a_pass(stats);
   }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;

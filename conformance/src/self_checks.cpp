@@ -153,6 +153,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::kQualityWarning: return "QualityWarning";
     case Verdict::kCrash: return "Crash";
     case Verdict::kTimeout: return "Timeout";
+    case Verdict::kNotApplicable: return "NotApplicable";
   }
   return "?";
 }

@@ -385,8 +385,8 @@ TEST(Runner, CountsRanCasesPerKvFormatAndLayoutPair) {
     per_layout += n;
     EXPECT_NE(name.find('/'), std::string::npos) << name;
   }
-  EXPECT_EQ(per_format, s.cases - s.not_supported);
-  EXPECT_EQ(per_layout, s.cases - s.not_supported);
+  EXPECT_EQ(per_format, s.cases - s.not_supported - s.not_applicable);
+  EXPECT_EQ(per_layout, s.cases - s.not_supported - s.not_applicable);
   EXPECT_GE(s.ran_per_kv_format.size(), 5u);
   EXPECT_EQ(s.ran_per_kv_format.count("invalid"), 0u);
   EXPECT_EQ(s.ran_per_kv_format.count("e2m1"), 1u);  // a KV format only: not the query's
@@ -394,6 +394,87 @@ TEST(Runner, CountsRanCasesPerKvFormatAndLayoutPair) {
     EXPECT_NE(name.rfind("dim_major_v/", 0), 0u) << name;
     EXPECT_EQ(name.find("/x_packed_k"), std::string::npos) << name;
   }
+}
+
+// The reference with fewer declared capabilities: no LSE and no determinism.
+class Narrower final : public Backend {
+ public:
+  Narrower() : inner_(make_reference_backend()), caps_(inner_->capabilities()) {
+    caps_.lse = false;
+    caps_.deterministic = false;
+  }
+  std::string name() const override { return "narrower"; }
+  std::string device() const override { return inner_->device(); }
+  const Capabilities& capabilities() const override { return caps_; }
+  const spec::NumericsProfile& profile() const override { return inner_->profile(); }
+  RunResult run(const pacts_problem& p, const pacts_buffers& b, const PlanHint& h) override {
+    return inner_->run(p, b, h);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+  Capabilities caps_;
+};
+
+// The supports step (check_case): a generated case outside the backend's declared capabilities,
+// or a property whose Property::supports names a capability the backend lacks, is NotSupported
+// with the reason, and the property's body never runs on it.
+TEST(Runner, TheSupportsStepRunsBeforeTheBody) {
+  Narrower narrower;
+  auto reference = make_reference_backend();
+  int bodies = 0;
+  const Property counting = make_property(
+      "PACTS-ACC-1", "Counting", Level::kMandatory, false, GenLimits{},
+      [&](PropertyContext&, const CaseSpec&) { ++bodies; return Outcome::fail("the body ran"); });
+  CaseSpec with_lse;
+  with_lse.shape = random_shape(kSeed);
+  with_lse.shape.lse = true;
+  const Outcome a = check_case(counting, narrower, *reference, with_lse);
+  EXPECT_EQ(a.verdict, Verdict::kNotSupported);
+  EXPECT_NE(a.detail.find("want_lse"), std::string::npos) << a.detail;
+  EXPECT_EQ(bodies, 0);
+  CaseSpec plain = with_lse;
+  plain.shape.lse = false;
+  EXPECT_EQ(check_case(counting, narrower, *reference, plain).verdict, Verdict::kFail);
+  EXPECT_EQ(bodies, 1);
+  const Property* meta2 = find_property("PACTS-META-2");
+  ASSERT_NE(meta2, nullptr);
+  const Outcome b = check_case(*meta2, narrower, *reference, plain);
+  EXPECT_EQ(b.verdict, Verdict::kNotSupported);
+  EXPECT_NE(b.detail.find("determinism"), std::string::npos) << b.detail;
+  EXPECT_EQ(check_case(*meta2, *reference, *reference, plain).verdict, Verdict::kPass);
+}
+
+// A case that cannot exercise its property is NotApplicable (spec/properties.md §1): counted
+// apart, never a Pass, never the backend's NotSupported, and not among the cases it ran. A
+// property whose every case was NotApplicable reports NotApplicable with the first reason.
+TEST(Runner, NotApplicableIsNeitherAPassNorNotSupported) {
+  auto backend = make_reference_backend();
+  auto reference = make_reference_backend();
+  const Property never = make_property(
+      "PACTS-ACC-1", "Never", Level::kMandatory, false, GenLimits{},
+      [](PropertyContext&, const CaseSpec&) { return Outcome::not_applicable("nothing to place"); });
+  const Property half = make_property(
+      "PACTS-ACC-1", "Half", Level::kMandatory, false, GenLimits{},
+      [](PropertyContext&, const CaseSpec& c) {
+        return c.seed % 2 ? Outcome::not_applicable("odd seed") : Outcome::pass();
+      });
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 20;
+  const PropertyStats a = run_property(never, *backend, *reference, options);
+  EXPECT_EQ(a.verdict, Verdict::kNotApplicable);
+  EXPECT_EQ(a.not_applicable, a.cases);
+  EXPECT_EQ(a.passed + a.not_supported, 0);
+  EXPECT_EQ(a.not_applicable_reason, "nothing to place");
+  EXPECT_TRUE(a.ran_per_kv_format.empty());
+  EXPECT_STREQ(verdict_name(a.verdict), "NotApplicable");
+  const PropertyStats b = run_property(half, *backend, *reference, options);
+  EXPECT_EQ(b.verdict, Verdict::kPass);
+  EXPECT_GT(b.not_applicable, 0);
+  EXPECT_GT(b.passed, 0);
+  EXPECT_EQ(b.passed + b.not_applicable, b.cases);
+  EXPECT_EQ(b.not_supported, 0);
 }
 
 }  // namespace

@@ -207,8 +207,11 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   }
 
   Shared sh;
-  for (const pc::Property* p : props)
-    sh.counts.push_back({p->id, p->name, p->test_name(), 0, 0, 0, 0, 0, 0, 0, 0, 0, {}});
+  for (const pc::Property* p : props) {
+    PropertyCounts c;
+    c.id = p->id, c.name = p->name, c.test_name = p->test_name();
+    sh.counts.push_back(std::move(c));
+  }
   sh.times.resize(workers.size());
   for (size_t i = 0; i < props.size(); ++i)
     sh.costly_started.push_back(std::make_unique<std::atomic<int32_t>>(0));
@@ -389,10 +392,16 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
             if (c.not_supported_reason.empty()) c.not_supported_reason = outcome.detail;
             break;
           case pc::Verdict::kQualityWarning: ++c.quality_warnings; break;
+          case pc::Verdict::kNotApplicable:
+            ++c.not_applicable;
+            if (c.not_applicable_reason.empty()) c.not_applicable_reason = outcome.detail;
+            break;
         }
         c.worst_ratio = std::max(c.worst_ratio, outcome.worst_ratio);
         c.seconds += t_check + t_shrink;
-        if (outcome.verdict != pc::Verdict::kNotSupported) sh.coverage.add(g.spec.shape);
+        if (outcome.verdict != pc::Verdict::kNotSupported &&
+            outcome.verdict != pc::Verdict::kNotApplicable)
+          sh.coverage.add(g.spec.shape);
         sh.times[w].generate += t_gen;
         sh.times[w].check += t_check;
         sh.times[w].shrink += t_shrink;

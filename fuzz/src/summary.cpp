@@ -162,11 +162,13 @@ Json property_json(const PropertyCounts& p) {
           {"not_supported", p.not_supported},
           {"failed", p.failed},
           {"quality_warnings", p.quality_warnings},
+          {"not_applicable", p.not_applicable},
           {"skipped", p.skipped},
           {"discarded", p.discarded},
           {"worst_ratio", p.worst_ratio},
           {"seconds", p.seconds},
-          {"not_supported_reason", p.not_supported_reason}};
+          {"not_supported_reason", p.not_supported_reason},
+          {"not_applicable_reason", p.not_applicable_reason}};
 }
 
 PropertyCounts property_from(const Json& j, const std::string& path) {
@@ -187,9 +189,13 @@ PropertyCounts property_from(const Json& j, const std::string& path) {
   // Absent from the summaries of earlier versions.
   if (j.is_object() && j.contains("not_supported_reason") && j["not_supported_reason"].is_string())
     p.not_supported_reason = j["not_supported_reason"].get<std::string>();
-  if (p.passed + p.not_supported + p.failed + p.quality_warnings != p.cases)
+  // Absent before NotApplicable was a state of its own (such cases counted as not_supported).
+  if (j.is_object() && j.contains("not_applicable")) p.not_applicable = r.integer("not_applicable");
+  if (j.is_object() && j.contains("not_applicable_reason") && j["not_applicable_reason"].is_string())
+    p.not_applicable_reason = j["not_applicable_reason"].get<std::string>();
+  if (p.passed + p.not_supported + p.failed + p.quality_warnings + p.not_applicable != p.cases)
     throw FieldError{r.path("cases") + " " + std::to_string(p.cases) +
-                     ": expected passed + not_supported + failed + quality_warnings"};
+                     ": expected passed + not_supported + failed + quality_warnings + not_applicable"};
   return p;
 }
 
@@ -263,11 +269,12 @@ int64_t Summary::unsummarised() const {
 
 Json Summary::to_json() const {
   Json props = Json::array(), fails = Json::array(), camps = Json::array();
-  int64_t passed = 0, not_supported = 0, warnings = 0, skipped = 0, discarded = 0;
+  int64_t passed = 0, not_supported = 0, warnings = 0, skipped = 0, discarded = 0, inapplicable = 0;
   for (const PropertyCounts& p : properties) {
     props.push_back(property_json(p));
     passed += p.passed;
     not_supported += p.not_supported;
+    inapplicable += p.not_applicable;
     warnings += p.quality_warnings;
     skipped += p.skipped;
     discarded += p.discarded;
@@ -282,6 +289,7 @@ Json Summary::to_json() const {
             {"not_supported", not_supported},
             {"failed", failed()},
             {"quality_warnings", warnings},
+            {"not_applicable", inapplicable},
             {"skipped", skipped},
             {"discarded", discarded},
             {"distinct_failures", static_cast<int64_t>(failures.size())},
@@ -348,6 +356,8 @@ void merge_into(Summary& into, const Summary& part) {
     it->passed += p.passed;
     it->not_supported += p.not_supported;
     if (it->not_supported_reason.empty()) it->not_supported_reason = p.not_supported_reason;
+    it->not_applicable += p.not_applicable;
+    if (it->not_applicable_reason.empty()) it->not_applicable_reason = p.not_applicable_reason;
     it->failed += p.failed;
     it->quality_warnings += p.quality_warnings;
     it->skipped += p.skipped;
@@ -446,15 +456,20 @@ std::string Summary::junit_xml() const {
                                 : known->level == conformance::Level::kMandatory ? "Mandatory"
                                                                                  : "QualityWarning";
       x << "      <skipped message=\""
-        << conformance::xml_escaped(p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
-                                   : "NotSupported (" + level + ") on " + backend + ", every case: " +
-                                         (p.not_supported_reason.empty() ? std::string("the backend gave no reason")
-                                                                         : p.not_supported_reason))
+        << conformance::xml_escaped(
+               p.cases == 0 ? std::string("no cases ran: none of the campaign's cases reached it")
+               : p.not_supported == 0
+                   ? "NotApplicable (" + level + ") on " + backend + ", every case: " +
+                         (p.not_applicable_reason.empty() ? std::string("no reason recorded")
+                                                          : p.not_applicable_reason)
+                   : "NotSupported (" + level + ") on " + backend + ", every case: " +
+                         (p.not_supported_reason.empty() ? std::string("the backend gave no reason")
+                                                         : p.not_supported_reason))
         << "\"/>\n";
     }
     x << "      <system-out>" << conformance::xml_escaped(p.test_name) << ": " << p.cases << " cases, " << p.passed << " passed, "
       << p.not_supported << " not supported, " << p.failed << " failed, " << p.quality_warnings
-      << " quality warnings, " << p.skipped << " skipped, " << p.discarded
+      << " quality warnings, " << p.not_applicable << " not applicable, " << p.skipped << " skipped, " << p.discarded
       << " discarded, worst error/bound " << p.worst_ratio
       << "</system-out>\n";
     x << "    </testcase>\n";

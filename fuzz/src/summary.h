@@ -20,11 +20,13 @@ inline constexpr int kSummaryVersion = 1;
 struct PropertyCounts {
   std::string id, name, test_name;
   int64_t cases = 0, passed = 0, not_supported = 0, failed = 0, quality_warnings = 0;
+  int64_t not_applicable = 0;  // cases that could not exercise the property (spec/properties.md §1)
   int64_t skipped = 0;     // indices not run: a costly property's turn was taken or its cap hit
   int64_t discarded = 0;   // indices whose case the generator could not produce (GenerationFailure)
   double worst_ratio = 0;  // worst error/bound ratio over every case checked (0: bitwise only)
   double seconds = 0;      // worker time spent on its cases, shrinking included
   std::string not_supported_reason;  // the first NotSupported case's reason (the backend's own)
+  std::string not_applicable_reason;  // the first NotApplicable case's reason
 };
 
 // One distinct minimal failure. `signature` identifies it: property, backend and the case's

@@ -75,16 +75,18 @@ int run_binary(const std::vector<std::string>& args, const fs::path& log) {
 }
 
 // Every count of a summary adds up: per property, over properties, against the campaigns and
-// against the coverage table (which counts the cases the backend ran, NotSupported excluded).
+// against the coverage table (which counts the cases the backend ran, NotSupported and
+// NotApplicable excluded).
 void expect_counts_add_up(const nlohmann::json& s) {
   int64_t cases = 0, not_supported = 0, failed = 0;
   for (const auto& p : s["properties"]) {
     const int64_t n = p["cases"];
     EXPECT_EQ(n, p["passed"].get<int64_t>() + p["not_supported"].get<int64_t>() +
-                     p["failed"].get<int64_t>() + p["quality_warnings"].get<int64_t>())
+                     p["failed"].get<int64_t>() + p["quality_warnings"].get<int64_t>() +
+                     p["not_applicable"].get<int64_t>())
         << p.dump();
     cases += n;
-    not_supported += p["not_supported"].get<int64_t>();
+    not_supported += p["not_supported"].get<int64_t>() + p["not_applicable"].get<int64_t>();
     failed += p["failed"].get<int64_t>();
   }
   EXPECT_EQ(s["totals"]["cases"].get<int64_t>(), cases);

@@ -7,6 +7,7 @@
 #include <pacts/conformance/verdict.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,8 @@ struct Outcome {
   static Outcome pass(double ratio = 0) { return {Verdict::kPass, {}, ratio}; }
   static Outcome fail(std::string why, double ratio = 0) { return {Verdict::kFail, std::move(why), ratio}; }
   static Outcome not_supported(std::string why) { return {Verdict::kNotSupported, std::move(why), 0}; }
+  // The case cannot exercise the property (verdict.h): `why` says what it lacks.
+  static Outcome not_applicable(std::string why) { return {Verdict::kNotApplicable, std::move(why), 0}; }
   bool failed() const { return is_failure(verdict); }
 };
 
@@ -46,6 +49,12 @@ struct Property {
   // whose every case is costly (PACTS-DEV-2 moves gigabytes per case).
   int32_t max_cases = 0;
   std::function<Outcome(PropertyContext&, const CaseSpec&)> check;
+  // What the property needs of a backend beyond the generated case's problem (a declared
+  // capability such as determinism or plan replay): the reason it cannot run there, or nothing.
+  // The runner's supports step (check_case) asks it, after checking the generated case's problem
+  // against the backend's capabilities, before `check` runs; `check` itself checks only the
+  // problems it derives from the case (an LSE turned on, a V scaled, a twin with empty rows).
+  std::function<std::optional<std::string>(const Backend&)> supports;
 
   // "PACTS_POISON_1_UnownedRowsDoNotLeak": the test name (spec/properties.md §1).
   std::string test_name() const;
