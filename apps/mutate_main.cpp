@@ -322,8 +322,8 @@ const common::MutantInfo& info(const std::string& name) {
 }
 
 void print_table(const std::vector<Row>& rows, std::FILE* to) {
-  std::fprintf(to, "\n| mutant | spec clause | killed by | cases | case file |\n");
-  std::fprintf(to, "| --- | --- | --- | --- | --- |\n");
+  std::fprintf(to, "\n| mutant | bug class | spec clause | killed by | cases | case file |\n");
+  std::fprintf(to, "| --- | --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
     std::string verdict = r.property;
     if (r.status == "crashed" || r.status == "timeout")
@@ -334,7 +334,8 @@ void print_table(const std::vector<Row>& rows, std::FILE* to) {
                     : "SURVIVED (only a QualityWarning of " + r.property + ": " + r.detail + ")";
     if (r.status == "survived") verdict = "SURVIVED (" + r.detail + ")";
     if (r.status == "error") verdict = "ERROR (" + r.detail + ")";
-    std::fprintf(to, "| %s | %s | %s | %s | %s |\n", r.mutant.c_str(), info(r.mutant).clause,
+    std::fprintf(to, "| %s | %s | %s | %s | %s | %s |\n", r.mutant.c_str(),
+                 spec::bug_class_info(info(r.mutant).bug_class).name, info(r.mutant).clause,
                  verdict.c_str(), r.cases.c_str(), r.case_file.c_str());
   }
 }
@@ -419,10 +420,11 @@ int run_parent(const std::string& self, const Options& o) {
 }
 
 void list_mutants() {
-  std::printf("| id | mutant | spec clause | bug class |\n| --- | --- | --- | --- |\n");
+  std::printf("| id | mutant | bug class | spec clause | the bug |\n| --- | --- | --- | --- | --- |\n");
   for (int32_t i = 0; i < common::kMutantCount; ++i)
-    std::printf("| %d | %s | %s | %s |\n", i + 1, common::kMutants[i].name,
-                common::kMutants[i].clause, common::kMutants[i].bug);
+    std::printf("| %d | %s | %s | %s | %s |\n", i + 1, common::kMutants[i].name,
+                spec::bug_class_info(common::kMutants[i].bug_class).name, common::kMutants[i].clause,
+                common::kMutants[i].bug);
 }
 
 }  // namespace

@@ -23,26 +23,27 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct FaultInfo {
   Fault fault;
   const char* name;
+  spec::BugClass bug_class;  // its class in the one table (pacts/spec/bug_classes.h)
 };
 
 constexpr FaultInfo kFaults[] = {
-    {Fault::kVTailLeak, "v_tail_leak"},
-    {Fault::kPaddingEntryAsPage, "padding_entry_as_page"},
-    {Fault::kVScaleTailLeak, "v_scale_tail_leak"},
-    {Fault::kCausalOffByOne, "causal_off_by_one"},
-    {Fault::kWindowPlusOne, "window_plus_one"},
-    {Fault::kWindowMinusOne, "window_minus_one"},
-    {Fault::kOutputTruncated, "output_truncated"},
-    {Fault::kMergeWrongMax, "merge_wrong_max"},
-    {Fault::kLseBase2, "lse_base2"},
-    {Fault::kSinkScaled, "sink_scaled"},
-    {Fault::kEmptyRowNegativeZero, "empty_row_negative_zero"},
-    {Fault::kOutputGapWrite, "output_gap_write"},
-    {Fault::kWriteBeforeValidate, "write_before_validate"},
-    {Fault::kDeviceErrorDropped, "device_error_dropped"},
-    {Fault::kNeighbourStateLeak, "neighbour_state_leak"},
-    {Fault::kFalseNotSupported, "false_not_supported"},
-    {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch"},
+    {Fault::kVTailLeak, "v_tail_leak", spec::BugClass::unowned_data_leak},
+    {Fault::kPaddingEntryAsPage, "padding_entry_as_page", spec::BugClass::unowned_data_leak},
+    {Fault::kVScaleTailLeak, "v_scale_tail_leak", spec::BugClass::unowned_data_leak},
+    {Fault::kCausalOffByOne, "causal_off_by_one", spec::BugClass::mask_bounds},
+    {Fault::kWindowPlusOne, "window_plus_one", spec::BugClass::mask_bounds},
+    {Fault::kWindowMinusOne, "window_minus_one", spec::BugClass::mask_bounds},
+    {Fault::kOutputTruncated, "output_truncated", spec::BugClass::output_rounding},
+    {Fault::kMergeWrongMax, "merge_wrong_max", spec::BugClass::split_merge},
+    {Fault::kLseBase2, "lse_base2", spec::BugClass::lse_convention},
+    {Fault::kSinkScaled, "sink_scaled", spec::BugClass::sink_handling},
+    {Fault::kEmptyRowNegativeZero, "empty_row_negative_zero", spec::BugClass::empty_rows},
+    {Fault::kOutputGapWrite, "output_gap_write", spec::BugClass::write_set},
+    {Fault::kWriteBeforeValidate, "write_before_validate", spec::BugClass::write_set},
+    {Fault::kDeviceErrorDropped, "device_error_dropped", spec::BugClass::device_preconditions},
+    {Fault::kNeighbourStateLeak, "neighbour_state_leak", spec::BugClass::empty_rows},
+    {Fault::kFalseNotSupported, "false_not_supported", spec::BugClass::false_refusal},
+    {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch", spec::BugClass::plan_dependence},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -607,6 +608,12 @@ std::vector<Fault> all_faults() {
   std::vector<Fault> v;
   for (const FaultInfo& f : kFaults) v.push_back(f.fault);
   return v;
+}
+
+spec::BugClass fault_bug_class(Fault fault) {
+  for (const FaultInfo& f : kFaults)
+    if (f.fault == fault) return f.bug_class;
+  return spec::BugClass::unowned_data_leak;  // unreachable for the enum's values
 }
 
 const char* fault_name(Fault fault) {

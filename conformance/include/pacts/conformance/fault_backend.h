@@ -7,6 +7,7 @@
 #pragma once
 
 #include <pacts/conformance/backend.h>
+#include <pacts/spec/bug_classes.h>
 
 #include <memory>
 #include <optional>
@@ -38,6 +39,9 @@ enum class Fault {
 
 // Every fault, in declaration order.
 std::vector<Fault> all_faults();
+
+// The bug class a fault plants (pacts/spec/bug_classes.h: the table the mutants draw from too).
+spec::BugClass fault_bug_class(Fault fault);
 
 // The snake_case name of a fault ("v_tail_leak"); "unknown" for values outside the enum.
 const char* fault_name(Fault fault);
