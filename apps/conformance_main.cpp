@@ -48,8 +48,8 @@ class PropertyTest : public testing::Test {
                 static_cast<long long>(s.passed), static_cast<long long>(s.not_supported),
                 static_cast<long long>(s.not_applicable),
                 s.worst_ratio, s.seconds, static_cast<unsigned long long>(config().run.seed));
-    // What the backend ran, per KV format and per K/V layout pair (tools/gpu/catalogue_summary.sh adds
-    // these lines up over shards and properties).
+    // What the backend ran, per KV format and per K/V layout pair (also in the JSON record below,
+    // which tools/gpu/catalogue_summary.py adds up over shards and properties).
     const auto counts = [](const std::map<std::string, int64_t>& m) {
       std::string line;
       for (const auto& [name, n] : m) line += " " + name + ":" + std::to_string(n);
@@ -57,7 +57,13 @@ class PropertyTest : public testing::Test {
     };
     std::printf("  ran per kv format:%s\n  ran per layout:%s\n", counts(s.ran_per_kv_format).c_str(),
                 counts(s.ran_per_layout).c_str());
+    // The test's record in --gtest_output=json:FILE (tools/gpu/catalogue_summary.py reads it).
+    RecordProperty("id", s.id);
+    RecordProperty("verdict", verdict_name(s.verdict));
     RecordProperty("cases", static_cast<int>(s.cases));
+    RecordProperty("passed", static_cast<int>(s.passed));
+    RecordProperty("ran_per_kv_format", counts(s.ran_per_kv_format));
+    RecordProperty("ran_per_layout", counts(s.ran_per_layout));
     RecordProperty("not_supported", static_cast<int>(s.not_supported));
     RecordProperty("not_applicable", static_cast<int>(s.not_applicable));
     RecordProperty("worst_ratio", std::to_string(s.worst_ratio));

@@ -367,8 +367,9 @@ TEST(SelfTestPlan, RequantisationThatIsNotDeclaredOrNotDoneFailsAcc1) {
 }
 
 // run_property counts what the backend ran per KV format and per K/V layout pair (the release
-// note's per-format figures, tools/gpu/catalogue_summary.sh): every case that was not NotSupported once
-// in each map, and the generator's spread of formats visible in 60 cases.
+// note's per-format figures, tools/gpu/catalogue_summary.py): every case that was neither
+// NotSupported nor NotApplicable once in each map, and the generator's spread of formats visible in
+// 60 cases.
 TEST(Runner, CountsRanCasesPerKvFormatAndLayoutPair) {
   auto backend = make_reference_backend();
   auto reference = make_reference_backend();

@@ -26,10 +26,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 T0=$SECONDS
 for s in $(seq 0 $((SHARDS - 1))); do
   timeout "$SHARD_LIMIT" "$BIN/pacts-conformance" --backend hip --cases "$CASES" --seed $((20261400 + s)) \
-    --case-dir "$OUT/failures/shard$s" --gtest_filter='-*DEV_2*' > "$OUT/shard$s.log" 2>&1 &
+    --case-dir "$OUT/failures/shard$s" --gtest_filter='-*DEV_2*' \
+    --gtest_output="json:$OUT/shard$s.json" > "$OUT/shard$s.log" 2>&1 &
 done
 timeout 140 "$BIN/pacts-conformance" --backend hip --cases 12 --case-dir "$OUT/failures/dev2" \
-  --gtest_filter='*DEV_2*' > "$OUT/dev2.log" 2>&1 &
+  --gtest_filter='*DEV_2*' --gtest_output="json:$OUT/dev2.json" > "$OUT/dev2.log" 2>&1 &
 timeout 130 "$BIN/pacts-fuzz" run --backend hip --seconds 100 --workers-per-device 2 \
   --shrink-steps 40 --out "$OUT/fuzz" > "$OUT/fuzz.log" 2>&1 &
 san() { local tool=$1 n=$2; shift 2; timeout 130 compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" \
@@ -49,7 +50,7 @@ if [ -n "$MUTANTS" ] && [ -x "$BIN/pacts-mutate-hip" ]; then
 fi
 wait
 echo "== phase A $((SECONDS - T0)) s"
-"$(dirname "$0")/catalogue_summary.sh" "$OUT"/shard*.log "$OUT/dev2.log" | tee "$OUT/catalogue.txt"
+python3 "$(dirname "$0")/catalogue_summary.py" "$OUT"/shard*.json "$OUT/dev2.json" | tee "$OUT/catalogue.txt"
 grep -h -E "failed on hip" "$OUT"/shard*.log "$OUT/dev2.log" | cut -c1-250 | sort | uniq -c | sort -rn | head -12
 sed -n '/^coverage/,/^[0-9]* failed/p' "$OUT/fuzz.log"
 [ -f "$OUT/mutate.log" ] && cut -c1-170 "$OUT/mutate.log"

@@ -17,14 +17,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 t0=$SECONDS
 for s in $(seq 0 $((SHARDS - 1))); do
   timeout "$CAT_LIMIT" "$CONF" --backend hip --cases "$CASES" --seed $((20261129 + s)) \
-    --case-dir "$OUT/failures/shard$s" --gtest_filter='-*DEV_2*' > "$OUT/shard$s.log" 2>&1 &
+    --case-dir "$OUT/failures/shard$s" --gtest_filter='-*DEV_2*' \
+    --gtest_output="json:$OUT/shard$s.json" > "$OUT/shard$s.log" 2>&1 &
 done
 timeout "$CAT_LIMIT" "$CONF" --backend hip --cases 12 --case-dir "$OUT/failures/dev2" \
-  --gtest_filter='*DEV_2*' > "$OUT/dev2.log" 2>&1 &
+  --gtest_filter='*DEV_2*' --gtest_output="json:$OUT/dev2.json" > "$OUT/dev2.log" 2>&1 &
 wait
 echo "== catalogue: $SHARDS shards x $CASES cases, $((SECONDS - t0)) s"
 # Per property: generated cases, passed, NotSupported, worst error/bound over the shards.
-"$(dirname "$0")/catalogue_summary.sh" "$OUT"/shard*.log "$OUT/dev2.log" | tee "$OUT/catalogue.txt"
+python3 "$(dirname "$0")/catalogue_summary.py" "$OUT"/shard*.json "$OUT/dev2.json" | tee "$OUT/catalogue.txt"
 grep -h -E "FAILED  \]|failed on hip" "$OUT"/shard*.log "$OUT/dev2.log" | sort | uniq -c | head -20
 step() { local name=$1 limit=$2; shift 2; echo "== $name: $*"; local t=$SECONDS;
   timeout "$limit" "$@" > "$OUT/$name.log" 2>&1; echo "   rc=$? $((SECONDS - t)) s"; }
