@@ -21,6 +21,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -91,7 +93,8 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shape,
                  "time this one shape instead of a set: a label as the reports print it, e.g. "
                  "\"B32 ctx16384 L1 Hq64 Hkv8 D128 p64 bf16\" (with --partitions N: that split)");
-  CLI11_PARSE(app, argc, argv);
+  pacts::apps::add_version(app);
+  PACTS_CLI_PARSE(app, argc, argv);
   if (!backends_named.empty()) {
     backend = backends_named.front();
     o.beside.assign(backends_named.begin() + 1, backends_named.end());
@@ -112,7 +115,7 @@ int main(int argc, char** argv) {
   }();
   if (!shapes) {
     std::fprintf(stderr, "pacts-bench: %s\n", shapes.status().to_string().c_str());
-    return 1;
+    return pacts::apps::kExitUsage;
   }
   if (list) {  // the shapes a run would time
     for (const bench::Shape& s : bench::select_shapes(shapes.value(), o))
@@ -124,12 +127,12 @@ int main(int argc, char** argv) {
   if (o.gate_cases < 1) {
     std::fprintf(stderr, "pacts-bench: --gate-cases %d: the gate always runs, accepted >= 1\n",
                  o.gate_cases);
-    return 1;
+    return pacts::apps::kExitUsage;
   }
   const pacts::spec::Result<bench::Target> target = bench::parse_target(backend);
   if (!target) {
     std::fprintf(stderr, "pacts-bench: %s\n", target.status().to_string().c_str());
-    return 1;
+    return pacts::apps::kExitUsage;
   }
   std::optional<bench::Report> before;
   if (!baseline.empty()) {
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
     if (!f || !parsed) {
       std::fprintf(stderr, "pacts-bench: --baseline %s: %s\n", baseline.c_str(),
                    f ? parsed.status().to_string().c_str() : "cannot read the file");
-      return 1;
+      return pacts::apps::kExitUsage;
     }
     before = std::move(parsed).value();
   }
@@ -148,7 +151,7 @@ int main(int argc, char** argv) {
   const pacts::spec::Result<bench::Report> run = bench::run_shapes(set, shapes.value(), target.value(), o);
   if (!run) {
     std::fprintf(stderr, "pacts-bench: %s\n", run.status().to_string().c_str());
-    return 1;
+    return pacts::apps::kExitUsage;
   }
   const bench::Report& report = run.value();
   if (!report.gate.passed) {
@@ -160,13 +163,13 @@ int main(int argc, char** argv) {
                    f.case_file.empty() ? "(not saved)" : f.case_file.c_str(), f.replay.c_str());
     std::fprintf(stderr, "  gate seed %" PRIu64 ", %d cases per property\n", report.gate.seed,
                  report.gate.cases_per_property);
-    if (!json.empty() && !write_file(json, bench::to_json(report))) return 1;
-    return 2;
+    if (!json.empty() && !write_file(json, bench::to_json(report))) return pacts::apps::kExitUsage;
+    return pacts::apps::kExitFail;  // the gate refused the backend
   }
   std::fputs(bench::to_table(report).c_str(), stdout);
-  if (!csv.empty() && !write_file(csv, bench::to_csv(report))) return 1;
-  if (!json.empty() && !write_file(json, bench::to_json(report))) return 1;
-  if (!svg.empty() && !write_file(svg, bench::to_svg(report))) return 1;
+  if (!csv.empty() && !write_file(csv, bench::to_csv(report))) return pacts::apps::kExitUsage;
+  if (!json.empty() && !write_file(json, bench::to_json(report))) return pacts::apps::kExitUsage;
+  if (!svg.empty() && !write_file(svg, bench::to_svg(report))) return pacts::apps::kExitUsage;
   int status = 0;
   for (const bench::Row& r : report.rows)
     if (r.status.rfind("error:", 0) == 0) status = 4;

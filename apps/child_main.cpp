@@ -14,6 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <cctype>
 #include <cstdio>
 
@@ -24,7 +26,8 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend_name, "the backend to serve: host, reference, lib:PATH, ...");
   app.add_option("--name", name, "the name it declares (default: the plugin's declared name, or "
                                  "the backend's name)");
-  CLI11_PARSE(app, argc, argv);
+  pacts::apps::add_version(app);
+  PACTS_CLI_PARSE(app, argc, argv);
   if (backend_name.rfind(pacts::backends::kProcessPrefix, 0) == 0) {
     std::fprintf(stderr, "pacts-child: --backend %s: a child does not start another child\n",
                  backend_name.c_str());

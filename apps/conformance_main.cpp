@@ -10,9 +10,12 @@
 #include <pacts/backends/plugin.h>
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
+#include <pacts/conformance/command_line.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/conformance/runner.h>
+
+#include "cli.h"
 
 #include <gtest/gtest.h>
 
@@ -131,10 +134,36 @@ int main(int argc, char** argv) {
       --argc;
       break;
     }
-  cfg.run.seed = std::strtoull(take_option(argc, argv, "--seed", "20261129").c_str(), nullptr, 10);
-  cfg.run.cases = std::atoi(take_option(argc, argv, "--cases", "60").c_str());
+  const std::string seed_text = take_option(argc, argv, "--seed", "20261129");
+  const std::string cases_text = take_option(argc, argv, "--cases", "60");
   cfg.run.case_dir = take_option(argc, argv, "--case-dir", "pacts-failures");
-  testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--version") {
+      std::printf("%s\n", pacts::apps::version_line().c_str());
+      return pacts::apps::kExitPass;
+    }
+  testing::InitGoogleTest(&argc, argv);  // takes gtest's own --gtest_* options out of argv
+  // Anything left is an option nobody takes (a misspelt --backend would otherwise run the
+  // catalogue on the default backend) or a value that is not one: refused before anything runs.
+  if (argc > 1) {
+    std::fprintf(stderr,
+                 "pacts-conformance: unknown option or argument '%s'; accepted: --backend NAME, "
+                 "--backend-lib PATH [--in-process], --seed N, --cases N, --case-dir DIR, "
+                 "--version, and googletest's --gtest_* options\n",
+                 argv[1]);
+    return pacts::apps::kExitUsage;
+  }
+  const pacts::spec::Result<uint64_t> seed = parse_seed_option("--seed", seed_text);
+  const pacts::spec::Result<uint64_t> cases = parse_seed_option("--cases", cases_text);
+  if (!seed || !cases || cases.value() < 1 || cases.value() > 1000000) {
+    std::fprintf(stderr, "pacts-conformance: %s\n",
+                 !seed ? seed.status().message().c_str()
+                       : ("--cases '" + cases_text + "': accepted: a whole number from 1 to 1000000")
+                             .c_str());
+    return pacts::apps::kExitUsage;
+  }
+  cfg.run.seed = seed.value();
+  cfg.run.cases = static_cast<int32_t>(cases.value());
 
   static std::unique_ptr<Backend> backend;
   static std::unique_ptr<Backend> reference = make_reference_backend();

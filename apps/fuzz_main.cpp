@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <csignal>
 #include <cstdio>
 #include <random>
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
   pacts::backends::register_all();
   // `run` is the default subcommand: `pacts-fuzz --seconds 300 --out DIR` is a campaign.
   std::vector<std::string> args(argv + 1, argv + argc);
-  const bool help = !args.empty() && (args[0] == "-h" || args[0] == "--help");
+  const bool help = !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "--version");
   if (!help && (args.empty() || (args[0] != "run" && args[0] != "replay" && args[0] != "merge")))
     args.insert(args.begin(), "run");
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
@@ -146,6 +148,7 @@ int main(int argc, char** argv) {
   mer->add_option("out", merge_out, "output directory")->required();
   mer->add_option("summaries", merge_in, "summary.json files or --out directories")->required();
 
+  pacts::apps::add_version(app);
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -467,7 +469,8 @@ int main(int argc, char** argv) {
                  "where the killing cases are saved, one folder per mutant");
   app.add_option("--table-file", o.table_file, "also write the table (Markdown) to this file");
   app.add_flag("--shrink", o.shrink, "shrink each killing case to a minimal one (slower)");
-  CLI11_PARSE(app, argc, argv);
+  pacts::apps::add_version(app);
+  PACTS_CLI_PARSE(app, argc, argv);
   if (list) {
     list_mutants();
     return 0;

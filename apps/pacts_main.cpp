@@ -26,6 +26,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <unistd.h>
 
 #include <array>
@@ -402,6 +404,7 @@ int main(int argc, char** argv) {
                         "a second directory with the same owned data and other unowned bytes: "
                         "its results must be bitwise the same");
 
+  pacts::apps::add_version(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,6 +25,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -364,7 +366,8 @@ int main(int argc, char** argv) {
                  "(peers, models, grid, formats), or none (default peers,models)");
   app.add_flag("--bench-unsafe", settings.bench_unsafe,
                "also time the unsafe build beside each shape (the cost of safety)");
-  CLI11_PARSE(app, argc, argv);
+  pacts::apps::add_version(app);
+  PACTS_CLI_PARSE(app, argc, argv);
   if (app.get_option("--seed")->count() > 0) {
     auto seed = pc::parse_seed_option("--seed", seed_text);
     if (!seed) {

@@ -535,11 +535,12 @@ TEST(Gate, AFailingBackendIsRefusedAndNothingIsTimed) {
   }
   EXPECT_TRUE(poison1);
 
-  // The command: refuses (exit 2) and names the property and the case file; prints no table.
+  // The command: refuses (exit 1, a Mandatory failure) and names the property and the case file;
+  // prints no table.
   const Command c = run_bench("--backend host+v_tail_leak --set peers --gate-cases 5 --seed 7 "
                               "--threads 2 --limit 1 --case-dir " + (dir / "cli").string(),
                               dir);
-  EXPECT_EQ(c.status, 2) << c.err;
+  EXPECT_EQ(c.status, 1) << c.err;
   EXPECT_NE(c.err.find("REFUSED"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("PACTS-POISON-1"), std::string::npos) << c.err;
   EXPECT_NE(c.err.find("case file: " + (dir / "cli").string()), std::string::npos) << c.err;
@@ -916,7 +917,7 @@ TEST(Command, OneShapeIsTimedBehindTheGate) {
   EXPECT_EQ(report.value().rows[0].shape.label(), "B2 ctx300 L1 Hq8 Hkv2 D64 p16 fp16");
   EXPECT_NE(report.value().rows[0].plan.find(" x3"), std::string::npos) << report.value().rows[0].plan;
   const Command bad = run_bench("--backend host --shape \"B2 ctx300 Hq8\" --gate-cases 1", dir);
-  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.status, 2);  // a usage error
   EXPECT_NE(bad.err.find("no Hkv<n>"), std::string::npos) << bad.err;
 }
 
@@ -976,7 +977,7 @@ TEST(Command, PluginsAreGatedAndTimedBesideTheTarget) {
   EXPECT_NE(noop.out.find("non-finite output"), std::string::npos) << noop.out;
 
   const Command bad = run_bench("--backend host --backend hip" + common, dir);
-  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.err.find("beside backend 'hip': accepted lib:PATH"), std::string::npos) << bad.err;
 }
 
@@ -1013,7 +1014,7 @@ TEST(Options, BadValuesAreRefusedByName) {
 
   // The command never skips the gate.
   const Command c = run_bench("--backend host --set peers --gate-cases 0", dir);
-  EXPECT_EQ(c.status, 1);
+  EXPECT_EQ(c.status, 2);
   EXPECT_NE(c.err.find("--gate-cases 0"), std::string::npos) << c.err;
 }
 

@@ -1,0 +1,37 @@
+// What every pacts program says the same way: its exit statuses and its command line's refusals.
+//   0   the run passed (nothing Mandatory failed; the bench timed what it was asked to)
+//   1   a Mandatory failure (for pacts-bench: the conformance gate refused the backend)
+//   2   a usage or load error: an unknown or misspelt option, a bad value, a backend or file that
+//       cannot be loaded; nothing ran
+//   128 + N   stopped by signal N (the programs that catch SIGINT, SIGTERM and SIGHUP)
+// Programs may add statuses above 2 for findings of their own (pacts-bench: 3 a baseline
+// comparison changed beyond the noise, 4 a timed row errored). README.md lists them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace pacts::apps {
+
+inline constexpr int kExitPass = 0, kExitFail = 1, kExitUsage = 2;
+
+// "pacts-bench 0.3.0 (git abc1234)": PACTS_PROGRAM and PACTS_SUITE_VERSION come from the build
+// (apps/CMakeLists.txt, pacts_app).
+inline std::string version_line() { return std::string(PACTS_PROGRAM) + " " + PACTS_SUITE_VERSION; }
+
+// --version on a CLI11 program: prints version_line() and exits 0.
+inline void add_version(CLI::App& app) { app.set_version_flag("--version", version_line()); }
+
+}  // namespace pacts::apps
+
+// CLI11_PARSE with pacts' statuses: --help and --version print and exit 0; every parse error (an
+// unknown option, a value out of range or not a number) prints CLI11's message and exits 2.
+#define PACTS_CLI_PARSE(app, argc, argv)                                                          \
+  do {                                                                                            \
+    try {                                                                                         \
+      (app).parse((argc), (argv));                                                                \
+    } catch (const CLI::ParseError& e) {                                                          \
+      return (app).exit(e) == 0 ? ::pacts::apps::kExitPass : ::pacts::apps::kExitUsage;          \
+    }                                                                                             \
+  } while (0)
