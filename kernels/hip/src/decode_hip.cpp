@@ -195,8 +195,10 @@ bool k_scale_on_logit(pacts_format kv, pacts_scale_mode k_mode, float k_scale,
 }
 
 // kKLogit: the split kernels of e4m3fn and e5m2 with K as its codes and the K scale on the logit.
+// kBulk: the bf16 kernel of calls whose rows all move by bulk copies (rows_bulk), compiled
+// without the other copy paths (src/kernel_mma.h stage_tile).
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false, bool kRing = false>
+          bool kKLogit = false, bool kRing = false, bool kBulk = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -209,7 +211,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat, kRing>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV, kRing>::kThreads;
   const auto tile_kernel =
-      detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit, kRing>;
+      detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit, kRing, kBulk>;
   static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat, kRing>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
@@ -285,8 +287,18 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
           return launch<D, PACTS_FORMAT_BF16, false, false, true, false, true>(prm, items,
                                                                              merge_items, stream);
 #endif
+#if !defined(PACTS_EXPERIMENT_GENERAL_ROWS)  // bench/ variant general_rows: one kernel for all rows
+        if (prm.rows_bulk)
+          return launch<D, PACTS_FORMAT_BF16, false, false, true, false, false, true>(
+              prm, items, merge_items, stream);
+#endif
         return launch<D, PACTS_FORMAT_BF16, false, false, true>(prm, items, merge_items, stream);
       }
+#endif
+#if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_GENERAL_ROWS)
+    if (prm.rows_bulk)
+      return launch<D, PACTS_FORMAT_BF16, false, false, false, false, false, true>(
+          prm, items, merge_items, stream);
 #endif
     return launch<D, PACTS_FORMAT_BF16, false>(prm, items, merge_items, stream);
   }

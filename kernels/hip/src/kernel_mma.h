@@ -265,12 +265,14 @@ inline constexpr bool kRowsByCpAsync = true;
 inline constexpr bool kRowsByCpAsync = false;
 #endif
 
-template <int D>
+// kBulk: the instantiation the host launches only where every row moves by a bulk copy
+// (p.rows_bulk): the other copy paths are not compiled into it.
+template <int D, bool kBulk = false>
 __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            uint64_t* bar, int lane) {
   using S = MmaShape<D, false>;
   constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
-  if (p.rows_bulk) {
+  if (kBulk || p.rows_bulk) {
     const int slot = lane % S::kKeys;
     const bool v_lane = lane >= S::kKeys;
     const int64_t e = PACTS_SHFL(entry, slot);
@@ -623,12 +625,13 @@ struct SplitSegment {
 // 2^112). K is then not rounded at all (the declared u_q only loosens the bound) and the product
 // by the scale is a rounding the "+4" of gamma_{D+4}(u_logit) holds.
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false, bool kRing = false>
+          bool kKLogit = false, bool kRing = false, bool kBulk = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV, kRing>::kThreads,
                                   MmaShape<D, kSplitV, kRing>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV, kRing>;
   static_assert(!kRing || kNarrow, "the ring: the bf16 kernel's transposed form");
+  static_assert(!kBulk || (!kSplitV && !kRing), "bulk rows only: the bf16 kernel's per-warp stages");
   static_assert(!kNarrow || (!kSplitV && D <= 128), "the transposed form: the bf16 kernel at D <= 128");
   static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
                 "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
@@ -977,7 +980,7 @@ split_kv_mma_kernel(const Params p) {
     constexpr int kAblate = 0;
 #endif
     uint32_t fold = 0;
-    if (p.rows_bulk) {
+    if (kBulk || p.rows_bulk) {
       if (lane == 0)
         for (int i = 0; i < S::kStages; ++i) gpu::mbarrier_init(&bars[i], 1);
       gpu::fence_mbarrier_init();
@@ -990,7 +993,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
     for (int i = 0; i + 1 < S::kStages; ++i) {
       if (tile + i * S::kWarps < last)
-        stage_tile<D>(p, kv_head, entry, stages + i * S::kStageElems, &bars[i], lane);
+        stage_tile<D, kBulk>(p, kv_head, entry, stages + i * S::kStageElems, &bars[i], lane);
       gpu::cp_async_commit();
       entry = entry_of(tile + (i + 1) * S::kWarps);
     }
@@ -1000,12 +1003,12 @@ split_kv_mma_kernel(const Params p) {
       const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
       if (ahead < last && (kAblate != 2)) {  // tiles ahead in flight while this one is computed
         PACTS_WARP_SYNC();  // every lane is done with stage sa_at (an earlier tile)
-        stage_tile<D>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
+        stage_tile<D, kBulk>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
       }
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
-        if (p.rows_bulk && !kRowsByCpAsync)
+        if ((kBulk || p.rows_bulk) && !kRowsByCpAsync)
           gpu::mbarrier_wait_parity(&bars[sc_at], phase);
         else
           gpu::cp_async_wait<S::kStages - 1>();
