@@ -15,6 +15,7 @@
 #include <pacts/conformance/command_line.h>
 #include <pacts/conformance/junit.h>
 #include <pacts/conformance/mustpass.h>
+#include <pacts/conformance/provenance.h>
 #include <pacts/conformance/out_dir.h>
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/registry.h>
@@ -417,6 +418,22 @@ int main(int argc, char** argv) {
   report.mustpass_version = mustpass.value().version;
   report.mustpass_files = static_cast<int64_t>(mustpass.value().entries.size());
   report.compile_only = compile_checked_only();
+  report.command_line.assign(argv, argv + argc);
+  report.not_qualification = rpt::not_a_qualification_run(
+      {settings.only.empty(), app.get_option("--mustpass")->count() == 0, settings.run.cases,
+       report.suite_version, report.build_type});
+  {
+    // The mustpass set's hash: of each file's name and SHA-256, in name order.
+    std::vector<std::string> lines;
+    for (const pc::MustpassEntry& e : mustpass.value().entries)
+      lines.push_back(std::filesystem::path(e.path).filename().string() + " " +
+                      pc::sha256_file(e.path).value_or("unreadable") + "\n");
+    std::sort(lines.begin(), lines.end());
+    std::string all;
+    for (const std::string& l : lines) all += l;
+    report.mustpass_sha256 = pc::sha256_hex(all);
+  }
+  report.machine = pc::machine_info();
 
   // The backends: named ones, or every one registered; then the plugins.
   const bool defaulted = backends.empty();
@@ -502,6 +519,20 @@ int main(int argc, char** argv) {
   const int stopped_by = stop_signal.load();
   if (stopped_by != 0) report.interrupted = signal_name(stopped_by);
 
+  // What ran: this program and the pacts libraries mapped into it, and each plugin (loaded here,
+  // or into pacts-child, whose executable is hashed too).
+  report.files = pc::running_files();
+  if (!libraries.empty() && !in_process)
+    if (const std::string child_program = pb::find_child_program(); !child_program.empty())
+      report.files.push_back({child_program, pc::sha256_file(child_program).value_or("unreadable")});
+  for (const std::string& lib : libraries)
+    if (std::none_of(report.files.begin(), report.files.end(),
+                     [&](const pc::FileHash& f) {
+                       std::error_code ec;
+                       return std::filesystem::equivalent(f.path, lib, ec);
+                     }))
+      report.files.push_back({std::filesystem::absolute(lib).string(),
+                              pc::sha256_file(lib).value_or("unreadable")});
   print_summary(report);
   if (auto s = rpt::write_report(report, out_dir); !s) {
     std::fprintf(stderr, "pacts-qualify: %s\n", s.message().c_str());
@@ -514,9 +545,13 @@ int main(int argc, char** argv) {
     }
   }
   const bool failed = rpt::mandatory_failure(report);
+  std::string reasons;
+  for (const std::string& r : report.not_qualification) reasons += (reasons.empty() ? "" : "; ") + r;
   const std::string verdict = stopped_by != 0 ? "INTERRUPTED by " + report.interrupted + ": not a complete run"
                               : failed       ? "NOT QUALIFIED: a Mandatory property failed"
-                                             : "qualified: no Mandatory failure";
+                              : !reasons.empty()
+                                  ? "no Mandatory failure, but not a qualification run: " + reasons
+                                  : "qualified: no Mandatory failure";
   std::printf("report: %s/report.md, report.json, report.junit.xml%s%s\n%s\n", out_dir.c_str(),
               json_path.empty() ? "" : "; JSON also at ", json_path.c_str(), verdict.c_str());
   if (stopped_by != 0) return 128 + stopped_by;

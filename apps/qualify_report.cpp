@@ -146,6 +146,23 @@ Verdict combine(const Counts& mustpass, const Counts& generated) {
   return Verdict::kNotSupported;
 }
 
+std::vector<std::string> not_a_qualification_run(const RunScope& s) {
+  std::vector<std::string> why;
+  if (!s.every_property) why.push_back("not every property ran (--property)");
+  if (!s.default_mustpass) why.push_back("not the committed mustpass set (--mustpass)");
+  if (s.cases < kQualificationCases)
+    why.push_back(std::to_string(s.cases) + " generated cases per property, fewer than " +
+                  std::to_string(kQualificationCases));
+  if (s.suite_version.find("-dirty") != std::string::npos)
+    why.push_back("built from a source tree with uncommitted changes (" + s.suite_version + ")");
+  if (s.build_type == "Debug") why.push_back("a Debug build");
+  return why;
+}
+
+bool qualified(const Report& r) {
+  return r.interrupted.empty() && r.not_qualification.empty() && !mandatory_failure(r);
+}
+
 bool mandatory_failure(const Report& report) {
   for (const CheckResult& c : report.self_checks)
     if (c.verdict == Verdict::kFail) return true;
@@ -171,7 +188,17 @@ json to_json(const Report& r) {
   j["notes"] = r.notes;
   j["complete"] = r.interrupted.empty();
   j["interrupted"] = r.interrupted.empty() ? json(nullptr) : json(r.interrupted);
-  j["qualified"] = r.interrupted.empty() && !mandatory_failure(r);
+  j["qualified"] = qualified(r);
+  j["mandatory_failure"] = mandatory_failure(r);
+  j["qualification_run"] = r.not_qualification.empty();
+  j["not_a_qualification_run"] = r.not_qualification;
+  j["command_line"] = r.command_line;
+  j["provenance"] = {{"files", json::array()},
+                     {"mustpass_sha256", r.mustpass_sha256},
+                     {"machine", {{"os", r.machine.os}, {"cpu", r.machine.cpu},
+                                  {"cpus", r.machine.cpus}, {"memory_bytes", r.machine.memory_bytes}}}};
+  for (const FileHash& f : r.files)
+    j["provenance"]["files"].push_back({{"path", f.path}, {"sha256", f.sha256}});
   j["self_checks"] = json::array();
   for (const CheckResult& c : r.self_checks)
     j["self_checks"].push_back({{"id", c.id}, {"name", c.name}, {"backend", c.backend},
@@ -223,9 +250,13 @@ std::string to_markdown(const Report& r) {
        << ": not a complete run, not qualified** (the property in progress was abandoned and "
           "those after it did not run" << (failed ? "; a Mandatory property had already failed" : "")
        << ")\n\n";
+  else if (failed)
+    md << "**Result: NOT QUALIFIED: a Mandatory property failed**\n\n";
+  else if (!r.not_qualification.empty())
+    md << "**Result: no Mandatory failure, but not a qualification run:** "
+       << cell(joined(r.not_qualification, "; ")) << "\n\n";
   else
-    md << "**Result: " << (failed ? "NOT QUALIFIED: a Mandatory property failed" : "qualified: no Mandatory failure")
-       << "**\n\n";
+    md << "**Result: qualified: no Mandatory failure**\n\n";
   md << "| | |\n| --- | --- |\n";
   md << "| suite version | " << cell(r.suite_version) << " |\n";
   md << "| compiler | " << cell(r.compiler) << " (" << cell(r.build_type) << ") |\n";
@@ -233,9 +264,13 @@ std::string to_markdown(const Report& r) {
   md << "| seed | " << r.seed << " (replay the run with `pacts-qualify --seed " << r.seed << "`) |\n";
   md << "| generated cases | " << r.cases_per_property << " per property |\n";
   md << "| mustpass | v" << r.mustpass_version << ", " << r.mustpass_files << " case files ("
-     << cell(r.mustpass_dir) << ") |\n";
+     << cell(r.mustpass_dir) << "), sha256 " << r.mustpass_sha256 << " |\n";
   for (const std::string& target : r.compile_only)
     md << "| " << target << " | compile-checked only: no kernel ran |\n";
+  md << "| command | `" << cell(joined(r.command_line, " ")) << "` |\n";
+  md << "| machine | " << cell(r.machine.os) << "; " << cell(r.machine.cpu) << ", " << r.machine.cpus
+     << " CPUs, " << r.machine.memory_bytes / (1024 * 1024) << " MiB |\n";
+  for (const FileHash& f : r.files) md << "| `" << cell(f.path) << "` | sha256 " << f.sha256 << " |\n";
   md << "\n";
   for (const std::string& note : r.notes) md << "- " << note << "\n";
   if (!r.notes.empty()) md << "\n";

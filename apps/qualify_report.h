@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pacts/conformance/backend.h>
+#include <pacts/conformance/provenance.h>
 #include <pacts/conformance/self_checks.h>  // CheckResult
 #include <pacts/conformance/verdict.h>
 #include <pacts/spec/status.h>
@@ -65,10 +66,35 @@ struct Report {
   // The signal that stopped the run ("SIGTERM"), "" for a complete run. An interrupted run is
   // never qualified: the property in progress was abandoned and those after it did not run.
   std::string interrupted;
+  // A qualification run (docs/usage.md "A qualification run"): every property, the whole
+  // committed mustpass set, at least kQualificationCases generated cases per property, a clean
+  // build that is not a Debug one. `not_qualification` says what this run lacked (empty: it was
+  // one). Only a complete qualification run without a Mandatory failure is "qualified".
+  std::vector<std::string> not_qualification;
+  // Provenance: the command line as given, the SHA-256 of the executable and of every pacts
+  // library and plugin it ran (in process or in pacts-child), of the mustpass set, and the machine.
+  std::vector<std::string> command_line;
+  std::vector<FileHash> files;
+  std::string mustpass_sha256;
+  MachineInfo machine;
 };
 
-// Fail > QualityWarning > Pass > NotSupported: the verdict of a row from its case counts
-// (a row that executed nothing is NotSupported, spec/properties.md §1).
+// Generated cases per property a qualification run needs at least (pacts-qualify's default).
+inline constexpr int32_t kQualificationCases = 40;
+
+// What keeps a run from being a qualification run: the reasons, empty when it is one.
+struct RunScope {
+  bool every_property = true, default_mustpass = true;
+  int32_t cases = kQualificationCases;
+  std::string suite_version, build_type;
+};
+std::vector<std::string> not_a_qualification_run(const RunScope& scope);
+
+// Qualified: complete, a qualification run, and no Mandatory failure.
+bool qualified(const Report& report);
+
+// Fail > QualityWarning > Pass > NotSupported > NotApplicable: the verdict of a row from its case
+// counts (a row that executed nothing is NotSupported, spec/properties.md §1).
 Verdict combine(const Counts& mustpass, const Counts& generated);
 
 // True when anything Mandatory failed: a property row or a self-check.

@@ -378,6 +378,32 @@ TEST(QualifyJunit, NotApplicableRowsSayWhyAndAreNotNotSupported) {
       << md;
 }
 
+// A qualification run is the whole catalogue, the committed mustpass set, at least 40 cases per
+// property and a clean, non-Debug build; each deviation is named, and only such a run without a
+// Mandatory failure is "qualified".
+TEST(QualifyReport, WhatMakesAQualificationRun) {
+  RunScope full;
+  full.suite_version = "0.1.0 (git abc1234)";
+  full.build_type = "RelWithDebInfo";
+  EXPECT_TRUE(not_a_qualification_run(full).empty());
+  RunScope s = full;
+  s.every_property = false;
+  s.default_mustpass = false;
+  s.cases = 39;
+  s.suite_version = "0.1.0 (git abc1234-dirty)";
+  s.build_type = "Debug";
+  const std::vector<std::string> why = not_a_qualification_run(s);
+  ASSERT_EQ(why.size(), 5u);
+  EXPECT_EQ(why[2], "39 generated cases per property, fewer than 40");
+  Report r = sample();
+  r.backends[1].rows[0] = row("PACTS-ACC-1", Verdict::kPass);  // no Mandatory failure left
+  r.self_checks.clear();
+  EXPECT_TRUE(qualified(r));
+  r.not_qualification = why;
+  EXPECT_FALSE(qualified(r));
+  EXPECT_EQ(to_json(r)["not_a_qualification_run"].size(), 5u);
+}
+
 // ---- pacts-fuzz's summary -----------------------------------------------------------------------
 
 pacts::fuzz::Summary fuzz_sample() {

@@ -11,6 +11,7 @@
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/mustpass.h>
 #include <pacts/conformance/property.h>
+#include <pacts/conformance/provenance.h>
 #include <pacts/conformance/registry.h>
 
 #include <gtest/gtest.h>
@@ -532,7 +533,24 @@ TEST(QualifyReport, PassingRunWritesAParsableReport) {
 
   const json j = json::parse(read_text(dir / "report" / "report.json"));
   EXPECT_EQ(j, json::parse(read_text(dir / "copy.json")));
-  EXPECT_EQ(j["qualified"], true);
+  // No Mandatory failure, but 3 cases per property is not a qualification run: not "qualified",
+  // and the report says why; the provenance names this program and the plugin with their hashes.
+  EXPECT_EQ(j["mandatory_failure"], false);
+  EXPECT_EQ(j["qualified"], false);
+  EXPECT_EQ(j["qualification_run"], false);
+  // (A build from a tree with uncommitted changes adds a reason of its own.)
+  ASSERT_GE(j["not_a_qualification_run"].size(), 1u) << j["not_a_qualification_run"].dump();
+  EXPECT_EQ(j["not_a_qualification_run"][0], "3 generated cases per property, fewer than 40");
+  EXPECT_EQ(j["command_line"][1], "--backend");
+  bool plugin_hashed = false;
+  for (const json& f : j["provenance"]["files"]) {
+    EXPECT_EQ(f["sha256"].get<std::string>().size(), 64u) << f.dump();
+    plugin_hashed |= f["path"] == std::filesystem::absolute(PACTS_PLUGIN_GOOD).string() &&
+                     f["sha256"] == sha256_file(PACTS_PLUGIN_GOOD).value_or("");
+  }
+  EXPECT_TRUE(plugin_hashed) << j["provenance"].dump();
+  EXPECT_EQ(j["provenance"]["mustpass_sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(j["provenance"]["machine"]["memory_bytes"].get<int64_t>(), 0);
   EXPECT_FALSE(j["suite_version"].get<std::string>().empty());
   EXPECT_FALSE(j["compiler"].get<std::string>().empty());
   EXPECT_EQ(j["seed"], "20261129");
@@ -571,7 +589,10 @@ TEST(QualifyReport, PassingRunWritesAParsableReport) {
   EXPECT_EQ(junit.find("<failure"), std::string::npos);
 
   const std::string md = read_text(dir / "report" / "report.md");
-  EXPECT_NE(md.find("qualified: no Mandatory failure"), std::string::npos);
+  EXPECT_NE(md.find("no Mandatory failure, but not a qualification run:** 3 generated cases per "
+                    "property, fewer than 40"),
+            std::string::npos)
+      << md.substr(0, 400);
   EXPECT_EQ(md.find("compile-checked only: no kernel ran") != std::string::npos, !amd.empty());
   EXPECT_NE(md.find("| PACTS-POISON-1 | UnownedRowsDoNotLeak | Mandatory | Pass |"), std::string::npos);
 }

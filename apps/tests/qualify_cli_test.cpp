@@ -169,11 +169,11 @@ TEST(QualifyOutDir, AnEarlierRunsReportAndFailuresAreMovedAside) {
                        log),
             0);
   EXPECT_FALSE(fs::exists(out / "failures"));
-  EXPECT_TRUE(nlohmann::json::parse(read_text(out / "report.json"))["qualified"].get<bool>());
+  EXPECT_FALSE(nlohmann::json::parse(read_text(out / "report.json"))["mandatory_failure"].get<bool>());
   const std::vector<fs::path> previous = previous_runs(out);
   ASSERT_EQ(previous.size(), 1u);
   EXPECT_NE(read_text(log).find("were moved to " + previous[0].string()), std::string::npos) << read_text(log);
-  EXPECT_FALSE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
+  EXPECT_TRUE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["mandatory_failure"].get<bool>());
   EXPECT_TRUE(fs::exists(previous[0] / "report.md"));
   EXPECT_FALSE(fs::is_empty(previous[0] / "failures"));
 }
@@ -197,7 +197,7 @@ TEST(QualifyReportWrite, AFailedWriteLeavesNoReportCutShort) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   const std::vector<fs::path> previous = previous_runs(out);
   ASSERT_EQ(previous.size(), 1u);
-  EXPECT_TRUE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
+  EXPECT_FALSE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["mandatory_failure"].get<bool>());
 }
 
 }  // namespace
@@ -231,7 +231,7 @@ TEST(QualifyReportWrite, AFullDiskLeavesNoReportCutShort) {
   const std::vector<std::string> args = {"--backend", "reference", "--property", "PACTS-ACC-1",
                                          "--cases", "2", "--bench-sets", "none", "--out", out.string()};
   ASSERT_EQ(run_to_end(args, log), 0) << read_text(log);
-  ASSERT_TRUE(nlohmann::json::parse(read_text(out / "report.json"))["qualified"].get<bool>());
+  ASSERT_FALSE(nlohmann::json::parse(read_text(out / "report.json"))["mandatory_failure"].get<bool>());
   {  // every byte the file system has left, taken
     std::FILE* fill = std::fopen((out / "filler").c_str(), "wb");
     ASSERT_NE(fill, nullptr);
@@ -248,7 +248,7 @@ TEST(QualifyReportWrite, AFullDiskLeavesNoReportCutShort) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   const std::vector<fs::path> previous = previous_runs(out);
   ASSERT_EQ(previous.size(), 1u);
-  EXPECT_TRUE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["qualified"].get<bool>());
+  EXPECT_FALSE(nlohmann::json::parse(read_text(previous[0] / "report.json"))["mandatory_failure"].get<bool>());
   EXPECT_TRUE(fs::exists(previous[0] / "report.md"));
 }
 
