@@ -122,6 +122,21 @@ std::string not_applicable_text(const PropertyRow& r) {
   return r.not_applicable_reason.empty() ? std::string("no reason recorded") : r.not_applicable_reason;
 }
 
+// "### NotSupported, and why" (or NotApplicable): the rows of one backend with that verdict and
+// their reason, nothing when there are none.
+void list_rows_and_why(std::ostringstream& md, const BackendSection& b, Verdict v,
+                       std::string (*why)(const PropertyRow&)) {
+  bool any = false;
+  for (const PropertyRow& row : b.rows) {
+    if (row.verdict != v) continue;
+    if (!any) md << "### " << verdict_name(v) << ", and why\n\n";
+    any = true;
+    md << "- **" << row.id << "** " << (row.mandatory ? "Mandatory" : "QualityWarning") << ", "
+       << verdict_name(v) << ": " << cell(why(row)) << "\n";
+  }
+  if (any) md << "\n";
+}
+
 // A row the JUnit XML counts as skipped: neither passed nor failed.
 bool row_skipped(const PropertyRow& r) {
   return r.verdict == Verdict::kNotSupported || r.verdict == Verdict::kNotApplicable;
@@ -354,26 +369,10 @@ std::string to_markdown(const Report& r) {
         md << "  - case file `" << f << "`: `pacts case run " << f << " --backend " << b.name << "`\n";
     }
     if (any) md << "\n";
-    // NotSupported is never a failure, but a Mandatory property the backend refused says why.
-    bool refused = false;
-    for (const PropertyRow& row : b.rows) {
-      if (row.verdict != Verdict::kNotSupported) continue;
-      if (!refused) md << "### NotSupported, and why\n\n";
-      refused = true;
-      md << "- **" << row.id << "** " << (row.mandatory ? "Mandatory" : "QualityWarning")
-         << ", NotSupported: " << cell(not_supported_text(row)) << "\n";
-    }
-    if (refused) md << "\n";
-    // NotApplicable rows: no case of theirs could exercise the property on this run.
-    bool inapplicable = false;
-    for (const PropertyRow& row : b.rows) {
-      if (row.verdict != Verdict::kNotApplicable) continue;
-      if (!inapplicable) md << "### NotApplicable, and why\n\n";
-      inapplicable = true;
-      md << "- **" << row.id << "** " << (row.mandatory ? "Mandatory" : "QualityWarning")
-         << ", NotApplicable: " << cell(not_applicable_text(row)) << "\n";
-    }
-    if (inapplicable) md << "\n";
+    // NotSupported is never a failure, but a Mandatory property the backend refused says why;
+    // a NotApplicable row says what its cases lacked.
+    list_rows_and_why(md, b, Verdict::kNotSupported, not_supported_text);
+    list_rows_and_why(md, b, Verdict::kNotApplicable, not_applicable_text);
     md << "### Bench sets\n\n" << b.bench << "\n\n";
   }
 

@@ -451,14 +451,20 @@ TEST(FuzzJunit, StableNamesNoPathSuiteAttributesAndReasons) {
   EXPECT_TRUE(stop_seen);
 }
 
+// `s` written as summary.json, read back, and merged with itself (two shards of one campaign).
+pacts::fuzz::Summary read_back_and_merged_twice(const pacts::fuzz::Summary& s) {
+  auto back = pacts::fuzz::summary_from_json(s.to_json());
+  EXPECT_TRUE(back.is_ok()) << back.status().message();
+  pacts::fuzz::Summary merged;
+  if (!back.is_ok()) return merged;
+  pacts::fuzz::merge_into(merged, back.value());
+  pacts::fuzz::merge_into(merged, back.value());
+  return merged;
+}
+
 // The reason survives summary.json and a merge (pacts-fuzz merge writes the merged junit.xml).
 TEST(FuzzJunit, NotSupportedReasonSurvivesSummaryJsonAndMerge) {
-  const pacts::fuzz::Summary s = fuzz_sample();
-  auto back = pacts::fuzz::summary_from_json(s.to_json());
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
-  pacts::fuzz::Summary merged;
-  pacts::fuzz::merge_into(merged, back.value());
-  pacts::fuzz::merge_into(merged, back.value());
+  const pacts::fuzz::Summary merged = read_back_and_merged_twice(fuzz_sample());
   ASSERT_EQ(merged.properties.size(), 2u);
   EXPECT_EQ(merged.properties[1].not_supported_reason, kHostReason);
   auto root = parsed(merged.junit_xml());
@@ -477,11 +483,7 @@ TEST(FuzzJunit, NotApplicableSurvivesSummaryJsonAndMerge) {
   na.cases = na.not_applicable = 2;
   na.not_applicable_reason = "every K code is zero";
   s.properties.push_back(na);
-  auto back = pacts::fuzz::summary_from_json(s.to_json());
-  ASSERT_TRUE(back.is_ok()) << back.status().message();
-  pacts::fuzz::Summary merged;
-  pacts::fuzz::merge_into(merged, back.value());
-  pacts::fuzz::merge_into(merged, back.value());
+  const pacts::fuzz::Summary merged = read_back_and_merged_twice(s);
   ASSERT_EQ(merged.properties.size(), 3u);
   EXPECT_EQ(merged.properties[2].not_applicable, 4);
   EXPECT_EQ(merged.properties[2].not_applicable_reason, "every K code is zero");
