@@ -9,6 +9,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <pacts/suite_version.h>  // PACTS_SUITE_VERSION, generated at build time
 
 #include <string>
 
@@ -16,8 +17,8 @@ namespace pacts::apps {
 
 inline constexpr int kExitPass = 0, kExitFail = 1, kExitUsage = 2;
 
-// "pacts-bench 0.3.0 (git abc1234)": PACTS_PROGRAM and PACTS_SUITE_VERSION come from the build
-// (apps/CMakeLists.txt, pacts_app).
+// "pacts-bench 0.3.0 (git abc1234)": PACTS_PROGRAM comes from the build (apps/CMakeLists.txt,
+// pacts_app), PACTS_SUITE_VERSION from <pacts/suite_version.h> (cmake/suite_version.cmake).
 inline std::string version_line() { return std::string(PACTS_PROGRAM) + " " + PACTS_SUITE_VERSION; }
 
 // --version on a CLI11 program: prints version_line() and exits 0.

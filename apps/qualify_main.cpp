@@ -44,7 +44,7 @@
 
 
 #ifndef PACTS_SUITE_VERSION
-#error "PACTS_SUITE_VERSION must be defined by the build (git describe at configure time)"
+#error "PACTS_SUITE_VERSION comes from <pacts/suite_version.h> (cmake/suite_version.cmake)"
 #endif
 #ifndef PACTS_MUSTPASS_DIR
 #error "PACTS_MUSTPASS_DIR must name conformance/mustpass/v1"
