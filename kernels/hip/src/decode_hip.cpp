@@ -512,6 +512,10 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
   prm.group = p.num_q_heads / p.num_kv_heads;
   prm.head_dim = p.head_dim;
   prm.page_size = p.page_size;
+#if !defined(PACTS_EXPERIMENT_PAGE_DIVIDE)  // timing experiment only (bench/ variant page_divide)
+  for (int shift = 0; shift < 31; ++shift)
+    if (int64_t{1} << shift == p.page_size) prm.page_shift = shift;
+#endif
   prm.num_pages = p.num_pages;
   prm.max_pages_per_seq = p.max_pages_per_seq;
   prm.window = p.window;

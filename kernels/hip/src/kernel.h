@@ -392,9 +392,9 @@ __device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, Key
 #endif
   if (lane >= kKeys || !owned.contains(j)) return -1;
   // 32-bit division: validation keeps max_pages_per_seq x page_size below 2^31, and j exceeds it
-  // by less than a tile.
+  // by less than a tile. A power-of-two page size takes a shift (the same quotient).
   const uint32_t ju = static_cast<uint32_t>(j), ps = static_cast<uint32_t>(p.page_size);
-  const uint32_t column = ju / ps;
+  const uint32_t column = p.page_shift >= 0 ? ju >> p.page_shift : ju / ps;
   const int64_t page = p.block_table[b * p.block_table_stride + column];
   return page << 32 | (ju - column * ps);
 }

@@ -40,6 +40,7 @@
 #pragma once
 
 #include "src/kernel.h"
+#include "src/mx_table.h"
 #include "src/split_order.h"
 
 namespace pacts::kernels::hip::detail {
@@ -552,6 +553,19 @@ template <pacts_format kFormat, bool kSplitV, bool kVCodes>
 inline constexpr bool kPvF16 =
     kPvF16Allowed && kSplitV && kVCodes &&
     (kFormat == PACTS_FORMAT_FP16 || kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2);
+// MXFP4 K and V decoded by table (src/mx_table.h: the eight bf16 magnitudes of a block looked up
+// by byte permutes, the same bits as the scalar decode). Timing experiment only (bench/ variant
+// mx_scalar): the scalar decode, element by element.
+#if defined(PACTS_EXPERIMENT_MX_SCALAR)
+inline constexpr bool kMxTable = false;
+#else
+inline constexpr bool kMxTable = true;
+#endif
+// The bf16 pack the tables are formed with: the scalar decode's rounding.
+struct PackBf16 {
+  __device__ uint32_t operator()(float lo, float hi) const { return gpu::pack_bf16x2_rn(lo, hi); }
+};
+
 // The exact power of two P is scaled by on that path, and its inverse.
 inline constexpr float kPvF16Up = 0x1p15f;
 inline constexpr double kPvF16Down = 0x1p-15;
@@ -691,6 +705,29 @@ split_kv_mma_kernel(const Params p) {
   // (kNarrow: columns of S^T's C fragments).
   const int lrow[2] = {kNarrow ? 2 * q4 : g, kNarrow ? 2 * q4 + 1 : g + 8};
   const KeyRange vis[2] = {visible(lrow[0]), visible(lrow[1])};
+  // The same ranges in 32 bits, from the start of the first tile (key_base), clamped below at it:
+  // a tile's visible columns then cost 32-bit instructions. Every key index is below 2^31 + 16
+  // (validation keeps max_pages_per_seq x page_size below 2^31; a tile passes it by less than
+  // 16), so these differences fit an unsigned 32-bit word; a bound below key_base gives the same
+  // columns as key_base for every tile.
+  const int64_t key_base = span.empty() ? 0 : span.begin / S::kKeys * S::kKeys;
+  const auto rel = [&](int64_t j) { return static_cast<uint32_t>(j > key_base ? j - key_base : 0); };
+  const uint32_t vis_r[2][2] = {{rel(vis[0].begin), rel(vis[0].end)}, {rel(vis[1].begin), rel(vis[1].end)}};
+  // The row's visible keys as columns [ja, jb) of the tile starting at key t0 (clamped to it).
+  const auto columns = [&](int r, int64_t t0, int& ja, int& jb) {
+#if defined(PACTS_EXPERIMENT_PAGE_DIVIDE)  // timing experiment only (bench/ variant page_divide)
+    const auto column = [&](int64_t j) {
+      return static_cast<int>(j < t0 ? 0 : (j - t0 > S::kKeys ? S::kKeys : j - t0));
+    };
+    ja = column(vis[r].begin), jb = column(vis[r].end);
+#else
+    const uint32_t t0r = static_cast<uint32_t>(t0 - key_base);
+    const auto column = [&](uint32_t j) {
+      return static_cast<int>(j <= t0r ? 0u : min(j - t0r, static_cast<uint32_t>(S::kKeys)));
+    };
+    ja = column(vis_r[r][0]), jb = column(vis_r[r][1]);
+#endif
+  };
 
   // Q~ of the non-empty rows (common::fold_query in fp32, then bf16); zeros elsewhere.
   const auto q_pair = [&](int r, int d, float* x) {
@@ -804,11 +841,8 @@ split_kv_mma_kernel(const Params p) {
   const auto softmax_step = [&](const float (&sc)[2][4], int64_t t0, uint32_t (&pa)[4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      // The row's visible keys as tile columns [ja, jb) (clamped to the tile).
-      const auto column = [&](int64_t j) {
-        return static_cast<int>(j < t0 ? 0 : (j - t0 > S::kKeys ? S::kKeys : j - t0));
-      };
-      const int ja = column(vis[h].begin), jb = column(vis[h].end);
+      int ja = 0, jb = 0;  // the row's visible keys as tile columns [ja, jb)
+      columns(h, t0, ja, jb);
       float sv[4], pv[4];
       bool in[4];
       float tile_max = -INFINITY;
@@ -857,10 +891,8 @@ split_kv_mma_kernel(const Params p) {
     float pv[4];
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const auto column = [&](int64_t j) {
-        return static_cast<int>(j < t0 ? 0 : (j - t0 > S::kKeys ? S::kKeys : j - t0));
-      };
-      const int ja = column(vis[e].begin), jb = column(vis[e].end);
+      int ja = 0, jb = 0;
+      columns(e, t0, ja, jb);
       float sv[2];
       bool in[2];
       float tile_max = -INFINITY;
@@ -1166,26 +1198,47 @@ split_kv_mma_kernel(const Params p) {
             Seg::load(seg[h], c, w[h]);
             scale[h] = ks[(g + 8 * h) * R::kCarry + (R::kFp4 ? (kd0 + c * Seg::kChunkElems) / 32 : 0)];
           }
+          if constexpr (R::kFp4 && kMxTable) {
+            // A chunk lies in one block of 32 dims: one table per key; a word holds 8 elements,
+            // the B fragment words of two k-steps.
+            const bool swap = mx_swap_nibbles(k_order);
+            const MxTable tk[2] = {mx_table<false>(scale[0], PackBf16{}),
+                                   mx_table<false>(scale[1], PackBf16{})};
 #pragma unroll
-          for (int i = 0; i < Seg::kChunkElems; i += 4) {
-            const int kk = (c * Seg::kChunkElems + i) / 4;
-            uint32_t bk[4];
+            for (int j = 0; j < Seg::kWords; ++j) {
+              uint32_t out[2][4];
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
+              for (int h = 0; h < 2; ++h) mx_decode8(mx_low_first(w[h][j], swap), tk[h], out[h]);
+              const int kk = (c * Seg::kChunkElems + 8 * j) / 4;  // k_segment_elem(kk, f) = 4 kk + 2 f
 #pragma unroll
-              for (int f = 0; f < 2; ++f) {
-                const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
-                if constexpr (kKLogit) {  // the codes, exact in bf16 (the scale is the logit's)
-                  float x0 = 0.0f, x1 = 0.0f;
-                  decode_kv2<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1), x0, x1);
-                  bk[2 * h + f] = gpu::pack_bf16x2_rn(x0, x1);
-                  continue;
-                }
-                const float2 x = pair_of<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1),
-                                                  kd0 + at, kd0 + at + 1, scale[h], scale[h], k_order);
-                bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
+              for (int s2 = 0; s2 < 2; ++s2) {
+                const uint32_t bk[4] = {out[0][2 * s2], out[0][2 * s2 + 1], out[1][2 * s2],
+                                        out[1][2 * s2 + 1]};
+                qk_step(kk + s2, bk, sc);
               }
-            qk_step(kk, bk, sc);
+            }
+          } else {
+#pragma unroll
+            for (int i = 0; i < Seg::kChunkElems; i += 4) {
+              const int kk = (c * Seg::kChunkElems + i) / 4;
+              uint32_t bk[4];
+#pragma unroll
+              for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int f = 0; f < 2; ++f) {
+                  const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
+                  if constexpr (kKLogit) {  // the codes, exact in bf16 (the scale is the logit's)
+                    float x0 = 0.0f, x1 = 0.0f;
+                    decode_kv2<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1), x0, x1);
+                    bk[2 * h + f] = gpu::pack_bf16x2_rn(x0, x1);
+                    continue;
+                  }
+                  const float2 x = pair_of<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1),
+                                                    kd0 + at, kd0 + at + 1, scale[h], scale[h], k_order);
+                  bk[2 * h + f] = gpu::pack_bf16x2_rn(x.x, x.y);
+                }
+              qk_step(kk, bk, sc);
+            }
           }
         }
       }
@@ -1209,51 +1262,86 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
         for (int x = 0; x < 4; ++x)  // one block of 32 dims holds the lane's D / 8
           vscale[x] = v_deferred ? 1.0f : vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
+        if constexpr (R::kFp4 && kMxTable) {
+          // One table per key (the lane's D / 8 dims lie in one block); element n of the four
+          // keys' segments gives N-tile n's B fragment words (keys 2 q4, 2 q4 + 1 | + 8, + 9).
+          static_assert(kParts == 1 && kTinyTest);
+          const bool swap = mx_swap_nibbles(v_order);
+          MxTable tv[4];
 #pragma unroll
-        for (int c = 0; c < Seg::kChunks; ++c) {
-          uint32_t w[4][Seg::kWords];
+          for (int x = 0; x < 4; ++x) {
+            tv[x] = mx_table<true>(vscale[x], PackBf16{});
+            tiny |= tv[x].tiny;
+          }
 #pragma unroll
-          for (int x = 0; x < 4; ++x)
-            Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+          for (int c = 0; c < Seg::kChunks; ++c) {
+            uint32_t w[4][Seg::kWords];
 #pragma unroll
-          for (int i = 0; i < Seg::kChunkElems; ++i) {
-            const int n = c * Seg::kChunkElems + i;
-            if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // the codes as fp16, one MMA
-              const uint32_t b0 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[0], i),
-                                                         segment_code<kFormat>(w[1], i));
-              const uint32_t b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i),
-                                                         segment_code<kFormat>(w[3], i));
-              gpu::mma_f16_16816(acc[n], pa, b0, b1);
-              continue;
-            }
-            float v[4];
+            for (int x = 0; x < 4; ++x)
+              Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
 #pragma unroll
-            for (int x = 0; x < 4; x += 2) {
-              const float2 y = pair_of<kFormat>(segment_code<kFormat>(w[x], i), segment_code<kFormat>(w[x + 1], i), vd0 + n,
-                                                vd0 + n, vscale[x], vscale[x + 1], v_order);
-              v[x] = y.x;
-              v[x + 1] = y.y;
-            }
-            if constexpr (kTinyTest) {
+            for (int j = 0; j < Seg::kWords; ++j) {
+              uint32_t out[4][4];
 #pragma unroll
-              for (int x = 0; x < 4; ++x) {
-                const bool t_x = is_tiny(v[x]);
-                tiny |= t_x;
-                if (t_x) v[x] = 0.0f;
+              for (int x = 0; x < 4; ++x) mx_decode8(mx_low_first(w[x][j], swap), tv[x], out[x]);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) {
+                const int n = c * Seg::kChunkElems + 8 * j + e;
+                if (n >= S::kDTiles) break;  // D 64: a word of 8 elements, 8 N-tiles
+                const bool high = e % 2 == 1;
+                const uint32_t b0 = mx_pair_halves(out[0][e / 2], out[1][e / 2], high);
+                const uint32_t b1 = mx_pair_halves(out[2][e / 2], out[3][e / 2], high);
+                gpu::mma_bf16_16816(acc[n], pa, b0, b1);
               }
             }
-            uint32_t b0 = 0, b1 = 0;
+          }
+        } else {
 #pragma unroll
-            for (int part = 0; part < kParts; ++part) {
-              if (part > 0) {  // the residuals of the parts fed so far
-                v[0] = residual(v[0], common::bf16_to_float(static_cast<uint16_t>(b0 & 0xFFFFu)));
-                v[1] = residual(v[1], common::bf16_to_float(static_cast<uint16_t>(b0 >> 16)));
-                v[2] = residual(v[2], common::bf16_to_float(static_cast<uint16_t>(b1 & 0xFFFFu)));
-                v[3] = residual(v[3], common::bf16_to_float(static_cast<uint16_t>(b1 >> 16)));
+          for (int c = 0; c < Seg::kChunks; ++c) {
+            uint32_t w[4][Seg::kWords];
+#pragma unroll
+            for (int x = 0; x < 4; ++x)
+              Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+#pragma unroll
+            for (int i = 0; i < Seg::kChunkElems; ++i) {
+              const int n = c * Seg::kChunkElems + i;
+              if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // the codes as fp16, one MMA
+                const uint32_t b0 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[0], i),
+                                                           segment_code<kFormat>(w[1], i));
+                const uint32_t b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i),
+                                                           segment_code<kFormat>(w[3], i));
+                gpu::mma_f16_16816(acc[n], pa, b0, b1);
+                continue;
               }
-              b0 = gpu::pack_bf16x2_rn(v[0], v[1]);
-              b1 = gpu::pack_bf16x2_rn(v[2], v[3]);
-              gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+              float v[4];
+#pragma unroll
+              for (int x = 0; x < 4; x += 2) {
+                const float2 y = pair_of<kFormat>(segment_code<kFormat>(w[x], i), segment_code<kFormat>(w[x + 1], i), vd0 + n,
+                                                  vd0 + n, vscale[x], vscale[x + 1], v_order);
+                v[x] = y.x;
+                v[x + 1] = y.y;
+              }
+              if constexpr (kTinyTest) {
+#pragma unroll
+                for (int x = 0; x < 4; ++x) {
+                  const bool t_x = is_tiny(v[x]);
+                  tiny |= t_x;
+                  if (t_x) v[x] = 0.0f;
+                }
+              }
+              uint32_t b0 = 0, b1 = 0;
+#pragma unroll
+              for (int part = 0; part < kParts; ++part) {
+                if (part > 0) {  // the residuals of the parts fed so far
+                  v[0] = residual(v[0], common::bf16_to_float(static_cast<uint16_t>(b0 & 0xFFFFu)));
+                  v[1] = residual(v[1], common::bf16_to_float(static_cast<uint16_t>(b0 >> 16)));
+                  v[2] = residual(v[2], common::bf16_to_float(static_cast<uint16_t>(b1 & 0xFFFFu)));
+                  v[3] = residual(v[3], common::bf16_to_float(static_cast<uint16_t>(b1 >> 16)));
+                }
+                b0 = gpu::pack_bf16x2_rn(v[0], v[1]);
+                b1 = gpu::pack_bf16x2_rn(v[2], v[3]);
+                gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+              }
             }
           }
         }

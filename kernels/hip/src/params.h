@@ -29,6 +29,9 @@ struct Params {
   int32_t batch = 0, q_len = 0, num_kv_heads = 0, group = 0, head_dim = 0, page_size = 0, num_pages = 0,
           max_pages_per_seq = 0, window = 0;
   int64_t block_table_stride = 0;
+  // log2(page_size) where the page size is a power of two (a key's block-table column by a
+  // shift, not a division), else -1.
+  int32_t page_shift = -1;
   float softmax_scale = 1.0f, q_scale = 1.0f, softcap = 0.0f;
   bool has_sinks = false, want_lse = false;
   pacts_format q_format = PACTS_FORMAT_BF16, kv_format = PACTS_FORMAT_BF16,

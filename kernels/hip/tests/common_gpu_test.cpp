@@ -3,13 +3,17 @@
 // of sampled binary64 values, each compared on the host with the spec's codecs
 // (pacts::spec::decode / encode), bit for bit; and the query requantisation of
 // spec/tolerance.md §2.1 (common/requant.h: row exponent, codes, combined logit factor) on random
-// fp32 rows against pacts::spec::requantize_row. Exit 0 pass, 1 fail, 77 no GPU (ctest: skipped).
+// fp32 rows against pacts::spec::requantize_row; on NVIDIA, the split kernels' MXFP4 decode by
+// table (src/mx_table.h: the device's byte permutes and bf16 pack) against the same functions run
+// on the host, which tests/mx_table_test.cpp proves against the scalar decode. Exit 0 pass, 1
+// fail, 77 no GPU (ctest: skipped).
 #include "platform/gpu.h"
 
 #include "common/dequant.h"
 #include "common/requant.h"
 #include "common/round.h"
 #include "src/kernel.h"
+#include "src/mx_table.h"
 
 #include <pacts/spec/formats.h>
 #include <pacts/spec/requant.h>
@@ -43,6 +47,29 @@ __global__ void mx_kernel(float* out) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < 16u * 256u) out[i] = mx_value(static_cast<uint8_t>(i & 15u), static_cast<uint8_t>(i >> 4));
 }
+
+#if PACTS_HIP_MATRIX_UNIT
+// Scale byte blockIdx.x, sweep word threadIdx.x (byte i = (k + {0, 37, 101, 211}[i]) mod 256),
+// both nibble orders (y = 0 low-first), the key (z = 0) and value (z = 1) tables: 4 words each.
+struct DevicePack {
+  __device__ uint32_t operator()(float lo, float hi) const { return pacts::gpu::pack_bf16x2_rn(lo, hi); }
+};
+__host__ __device__ inline uint32_t sweep_word(uint32_t k) {
+  return (k & 0xFFu) | ((k + 37u) & 0xFFu) << 8 | ((k + 101u) & 0xFFu) << 16 | ((k + 211u) & 0xFFu) << 24;
+}
+__global__ void mx_table_kernel(uint32_t* out) {
+  namespace d = pacts::kernels::hip::detail;
+  const uint32_t e = blockIdx.x, k = threadIdx.x, order = blockIdx.y, values = blockIdx.z;
+  const float scale = e8m0_to_float(static_cast<uint8_t>(e));
+  const d::MxTable t = values ? d::mx_table<true>(scale, DevicePack{}) : d::mx_table<false>(scale, DevicePack{});
+  const bool swap = d::mx_swap_nibbles(order ? PACTS_NIBBLE_HIGH_FIRST : PACTS_NIBBLE_LOW_FIRST);
+  uint32_t w[4];
+  d::mx_decode8(d::mx_low_first(sweep_word(k), swap), t, w);
+  uint32_t* at = out + (((values * 2 + order) * 256 + e) * 256 + k) * 5;
+  for (int i = 0; i < 4; ++i) at[i] = w[i];
+  at[4] = t.tiny;
+}
+#endif
 
 __global__ void round_kernel(const double* x, uint32_t n, uint32_t* bf16, uint32_t* fp16,
                              uint32_t* fp32) {
@@ -158,6 +185,44 @@ int main() {
         std::printf("FAIL e2m1 0x%x x e8m0 0x%x: GPU %.9g, spec %.17g\n", i & 15u, i >> 4, got[i], want);
     }
   }
+#if PACTS_HIP_MATRIX_UNIT
+  {
+    const uint32_t n = 2 * 2 * 256 * 256 * 5;
+    uint32_t* d_out = nullptr;
+    if (hipMalloc(reinterpret_cast<void**>(&d_out), n * 4) != hipSuccess) return 1;
+    hipLaunchKernelGGL(mx_table_kernel, dim3(256, 2, 2), dim3(256), 0, nullptr, d_out);
+    if (hipGetLastError() != hipSuccess || hipDeviceSynchronize() != hipSuccess) return 1;
+    const std::vector<uint32_t> got = host_copy(d_out, n);
+    (void)hipFree(d_out);
+    namespace d = pacts::kernels::hip::detail;
+    const auto host_pack = [](float lo, float hi) {
+      const auto bits = [](float x) { return std::isnan(x) ? 0x7FFFu : round_to_bf16(static_cast<double>(x)); };
+      return bits(lo) | bits(hi) << 16;
+    };
+    for (uint32_t values = 0; values < 2; ++values)
+      for (uint32_t order = 0; order < 2; ++order)
+        for (uint32_t e = 0; e < 256; ++e) {
+          const float scale = e8m0_to_float(static_cast<uint8_t>(e));
+          const d::MxTable t = values ? d::mx_table<true>(scale, host_pack) : d::mx_table<false>(scale, host_pack);
+          const bool swap = d::mx_swap_nibbles(order ? PACTS_NIBBLE_HIGH_FIRST : PACTS_NIBBLE_LOW_FIRST);
+          for (uint32_t k = 0; k < 256; ++k, ++checked) {
+            uint32_t w[4];
+            d::mx_decode8(d::mx_low_first(sweep_word(k), swap), t, w);
+            const uint32_t* at = got.data() + (((values * 2 + order) * 256 + e) * 256 + k) * 5;
+            bool ok = at[4] == static_cast<uint32_t>(t.tiny);
+            for (int i = 0; i < 4; ++i)
+              for (int h = 0; h < 2; ++h) {  // a NaN of either payload is a NaN
+                const uint32_t g16 = at[i] >> (16 * h) & 0xFFFFu, w16 = w[i] >> (16 * h) & 0xFFFFu;
+                const bool nan = (w16 & 0x7F80u) == 0x7F80u && (w16 & 0x7Fu) != 0;
+                ok = ok && (nan ? (g16 & 0x7F80u) == 0x7F80u && (g16 & 0x7Fu) != 0 : g16 == w16);
+              }
+            if (!ok && failures++ < 10)
+              std::printf("FAIL MXFP4 table (%s, %s first) scale byte 0x%x word 0x%08x\n", values ? "V" : "K",
+                          order ? "high" : "low", e, sweep_word(k));
+          }
+        }
+  }
+#endif
   {
     // Every bf16/fp16 midpoint region is covered on the CPU; here: random binary64 values over
     // the whole range, exact midpoints of bf16 and fp16, and their neighbours.
