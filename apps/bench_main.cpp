@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
   o.unsafe = !no_unsafe;
   o.suite_version = PACTS_SUITE_VERSION;
   // The committed figures by default, where this build's source tree still holds them.
-  if (peers.empty() && std::filesystem::exists(PACTS_PEERS_FILE)) peers = PACTS_PEERS_FILE;
+  const std::string stored_peers = pacts::apps::data_path("bench/h200-best-paged-peer.json", PACTS_PEERS_FILE);
+  if (peers.empty() && std::filesystem::exists(stored_peers)) peers = stored_peers;
   o.peers_file = peers == "none" ? "" : peers;
 
   if (!shape.empty()) set = "shape";

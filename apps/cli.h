@@ -11,11 +11,27 @@
 #include <CLI/CLI.hpp>
 #include <pacts/suite_version.h>  // PACTS_SUITE_VERSION, generated at build time
 
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 namespace pacts::apps {
 
 inline constexpr int kExitPass = 0, kExitFail = 1, kExitUsage = 2;
+
+// A data file of pacts (the mustpass set, the stored peers' figures): in an installed tree it lies
+// at <prefix>/share/pacts/<installed>, found from the running program (<prefix>/bin/NAME); in a
+// build tree, at the source path the build compiled in (`build_tree`). The installed copy wins
+// where both exist, so an installed program never reads a source tree that moved or changed.
+inline std::string data_path(const std::string& installed, const std::string& build_tree) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path at = exe.parent_path().parent_path() / "share" / "pacts" / installed;
+    if (std::filesystem::exists(at, ec)) return at.string();
+  }
+  return build_tree;
+}
 
 // "pacts-bench 0.3.0 (git abc1234)": PACTS_PROGRAM comes from the build (apps/CMakeLists.txt,
 // pacts_app), PACTS_SUITE_VERSION from <pacts/suite_version.h> (cmake/suite_version.cmake).

@@ -159,7 +159,8 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const S
   options.gate_cases = 0;  // the whole catalogue has just passed on this backend object
   options.unsafe = settings.bench_unsafe;
   options.suite_version = PACTS_SUITE_VERSION;
-  if (std::filesystem::exists(PACTS_PEERS_FILE)) options.peers_file = PACTS_PEERS_FILE;
+  const std::string peers = pacts::apps::data_path("bench/h200-best-paged-peer.json", PACTS_PEERS_FILE);
+  if (std::filesystem::exists(peers)) options.peers_file = peers;
   if (settings.bench_sets.empty()) section.bench = "Not run: --bench-sets none.";
   for (const std::string& set : settings.bench_sets) {
     auto timed = pacts::bench::run_set(set, target.value(), backend, options);
@@ -339,7 +340,7 @@ int main(int argc, char** argv) {
                "against the pacts spec and write the report"};
   Settings settings;
   settings.run.cases = 40;
-  std::string out_dir, json_path, mustpass_dir = PACTS_MUSTPASS_DIR;
+  std::string out_dir, json_path, mustpass_dir = pacts::apps::data_path("mustpass/v1", PACTS_MUSTPASS_DIR);
   std::vector<std::string> backends, libraries;
   std::string seed_text;
   app.add_option("--seed", seed_text,

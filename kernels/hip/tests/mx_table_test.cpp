@@ -82,7 +82,8 @@ TEST(MxTable, ValueTablesZeroTinyElementsAndFlagThem) {
   check_all_scales<true>(PACTS_NIBBLE_HIGH_FIRST);
 }
 
-// An unowned slot's scale is stored as 0: every element is a zero (of its nibble's sign), none tiny.
+// A zero scale (no e8m0 byte decodes to one; the mutant e8m0_zero_as_zero's does): every element is
+// a zero of its nibble's sign, none tiny.
 TEST(MxTable, AZeroScaleGivesZerosAndNoTinyFlag) {
   const MxTable t = mx_table<true>(0.0f, HostPack{});
   EXPECT_FALSE(t.tiny);
