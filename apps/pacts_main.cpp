@@ -27,6 +27,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli.h"
+#include "verify.h"
+
+#include <pacts/conformance/mustpass.h>
+#include <pacts/report_schema.h>  // kReportSchema: spec/report.schema.json, embedded at build time
 
 #include <unistd.h>
 
@@ -345,6 +349,27 @@ int exec_program(const Program& prog, int argc, char** argv) {
   return kExitUsage;
 }
 
+// pacts verify: apps/verify.h.
+int verify(const std::string& dir, const std::string& mustpass_dir, bool official) {
+  const auto mustpass = pacts::conformance::load_mustpass(mustpass_dir);
+  if (!mustpass) {
+    std::fprintf(stderr, "pacts verify: %s\n", mustpass.status().message().c_str());
+    return kExitUsage;
+  }
+  const nlohmann::json schema = nlohmann::json::parse(kReportSchema, nullptr, false);
+  if (schema.is_discarded()) {
+    std::fprintf(stderr, "pacts verify: the built-in spec/report.schema.json is not JSON\n");
+    return kExitUsage;
+  }
+  const pacts::apps::VerifyResult r =
+      pacts::apps::verify_package(dir, mustpass.value(), schema, {official});
+  for (const std::string& f : r.facts) std::printf("  %s\n", f.c_str());
+  for (const std::string& why : r.rejections) std::printf("REJECTED: %s\n", why.c_str());
+  std::printf("%s: %s (%s)\n", dir.c_str(), r.rejections.empty() ? "accepted" : "rejected",
+              official ? "official: a qualification run of this suite" : "any run");
+  return r.rejections.empty() ? kExitPass : kExitFail;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2)
     for (const Program& prog : kPrograms)
@@ -404,6 +429,19 @@ int main(int argc, char** argv) {
                         "a second directory with the same owned data and other unowned bytes: "
                         "its results must be bitwise the same");
 
+  std::string verify_dir, verify_mustpass = pacts::apps::data_path("mustpass/v1", PACTS_MUSTPASS_DIR);
+  bool verify_any_run = false;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "check a qualification package (the folder pacts-qualify --out wrote): the files' "
+                "hashes, report.json against spec/report.schema.json, the flags against the rows, "
+                "and (official, the default) a whole qualification run of this suite; exit 0 "
+                "accepted, 1 rejected, 2 usage or load error");
+  verify_cmd->add_option("dir", verify_dir, "the package folder")->required();
+  verify_cmd->add_option("--mustpass", verify_mustpass, "this suite's mustpass set")
+      ->capture_default_str();
+  verify_cmd->add_flag("--any-run", verify_any_run,
+                       "check integrity and consistency only, not that it was a qualification run");
+
   pacts::apps::add_version(app);
   try {
     app.parse(argc, argv);
@@ -411,6 +449,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? kExitPass : kExitUsage;
   }
+  if (verify_cmd->parsed()) return verify(verify_dir, verify_mustpass, !verify_any_run);
   if (check_cmd->parsed()) return check_case_file(check_file, check_backend);
   if (judge_cmd->parsed()) return judge(judge_dir, judge_profile_name, judge_twin);
   if (!run.inputs.empty()) return run_inputs(run);

@@ -423,17 +423,7 @@ int main(int argc, char** argv) {
   report.not_qualification = rpt::not_a_qualification_run(
       {settings.only.empty(), app.get_option("--mustpass")->count() == 0, settings.run.cases,
        report.suite_version, report.build_type});
-  {
-    // The mustpass set's hash: of each file's name and SHA-256, in name order.
-    std::vector<std::string> lines;
-    for (const pc::MustpassEntry& e : mustpass.value().entries)
-      lines.push_back(std::filesystem::path(e.path).filename().string() + " " +
-                      pc::sha256_file(e.path).value_or("unreadable") + "\n");
-    std::sort(lines.begin(), lines.end());
-    std::string all;
-    for (const std::string& l : lines) all += l;
-    report.mustpass_sha256 = pc::sha256_hex(all);
-  }
+  report.mustpass_sha256 = pc::mustpass_sha256(mustpass.value());
   report.machine = pc::machine_info();
 
   // The backends: named ones, or every one registered; then the plugins.
@@ -489,7 +479,7 @@ int main(int argc, char** argv) {
   // One run per folder, claimed once every option and backend was accepted (a refused command
   // touches nothing): a second run on the same --out is refused while this one runs, and an
   // earlier run's report and failing cases are moved aside (never read beside this run's).
-  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "failures"});
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "report.sha256", "failures"});
   if (!claimed) {
     std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
     return kExitUsage;
@@ -553,7 +543,7 @@ int main(int argc, char** argv) {
                               : !reasons.empty()
                                   ? "no Mandatory failure, but not a qualification run: " + reasons
                                   : "qualified: no Mandatory failure";
-  std::printf("report: %s/report.md, report.json, report.junit.xml%s%s\n%s\n", out_dir.c_str(),
+  std::printf("report: %s/report.md, report.json, report.junit.xml, report.sha256%s%s\n%s\n", out_dir.c_str(),
               json_path.empty() ? "" : "; JSON also at ", json_path.c_str(), verdict.c_str());
   if (stopped_by != 0) return 128 + stopped_by;
   return failed ? kExitFailed : kExitQualified;

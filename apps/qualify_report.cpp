@@ -487,9 +487,14 @@ spec::Status write_report(const Report& report, const std::string& dir) {
   // All three or none (a report.md cut short on a full disk read "NOT QUALIFIED" beside a
   // report.json of another run that said qualified).
   const fs::path d(dir);
-  if (spec::Status s = write_files_atomically({{(d / "report.md").string(), to_markdown(report)},
-                                               {(d / "report.json").string(), to_json(report).dump(2) + "\n"},
-                                               {(d / "report.junit.xml").string(), to_junit(report)}});
+  // report.sha256 (sha256sum's format): the three files' hashes, which `pacts verify` checks.
+  const std::string md = to_markdown(report), js = to_json(report).dump(2) + "\n", xml = to_junit(report);
+  const std::string manifest = sha256_hex(md) + "  report.md\n" + sha256_hex(js) + "  report.json\n" +
+                               sha256_hex(xml) + "  report.junit.xml\n";
+  if (spec::Status s = write_files_atomically({{(d / "report.md").string(), md},
+                                               {(d / "report.json").string(), js},
+                                               {(d / "report.junit.xml").string(), xml},
+                                               {(d / "report.sha256").string(), manifest}});
       !s)
     return spec::invalid_argument("--out " + dir + ": the report was not written: " + s.message());
   return spec::Status::ok();

@@ -112,8 +112,9 @@ std::string to_junit(const Report& report);
 // (its plugin or child's own), else the backend's name.
 std::string declared_name(const BackendSection& backend);
 
-// Writes report.md, report.json and report.junit.xml into `dir` (created if needed), all three
-// or none (conformance/out_dir.h): a failed write leaves no file cut short.
+// Writes report.md, report.json, report.junit.xml and report.sha256 (their SHA-256 in sha256sum's
+// format) into `dir` (created if needed), all or none (conformance/out_dir.h): a failed write
+// leaves no file cut short.
 spec::Status write_report(const Report& report, const std::string& dir);
 
 }  // namespace pacts::conformance::report

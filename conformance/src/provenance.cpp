@@ -1,11 +1,15 @@
 // SHA-256 after FIPS 180-4 §6.2, and what /proc says about this process and machine.
 #include <pacts/conformance/provenance.h>
 
+#include <pacts/conformance/mustpass.h>
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -92,6 +96,17 @@ std::string sha256_hex(const std::string& bytes) {
   Sha256 s;
   s.add(bytes.data(), bytes.size());
   return s.hex();
+}
+
+std::string mustpass_sha256(const Mustpass& mustpass) {
+  std::vector<std::string> lines;
+  for (const MustpassEntry& e : mustpass.entries)
+    lines.push_back(std::filesystem::path(e.path).filename().string() + " " +
+                    sha256_file(e.path).value_or("unreadable") + "\n");
+  std::sort(lines.begin(), lines.end());
+  std::string all;
+  for (const std::string& l : lines) all += l;
+  return sha256_hex(all);
 }
 
 std::optional<std::string> sha256_file(const std::string& path) {

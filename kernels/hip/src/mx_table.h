@@ -49,8 +49,9 @@ struct MxTable {
   bool tiny;
 };
 
-// The table of a block with fp32 scale `scale` (the e8m0 value as the kernel stores it: positive,
-// 0 for an unowned slot, or NaN). pack(lo, hi): two fp32 values rounded to a bf16x2 word (lo in
+// The table of a block with fp32 scale `scale` (the e8m0 value as the kernel stores it: a positive
+// power of two, 2^-127 included, or NaN; an unowned slot's byte is 0x7F, whose elements are the
+// kernel's zeros). pack(lo, hi): two fp32 values rounded to a bf16x2 word (lo in
 // the low half), as the scalar decode rounds them. kZeroTiny: V's tables (see MxTable::tiny).
 template <bool kZeroTiny, typename Pack>
 PACTS_HD inline MxTable mx_table(float scale, Pack pack) {

@@ -13,6 +13,12 @@ std::string sha256_hex(const std::string& bytes);
 // Of a file's contents; nothing when it cannot be read.
 std::optional<std::string> sha256_file(const std::string& path);
 
+// A mustpass set's hash: the SHA-256 of its files' "NAME SHA256\n" lines in name order (the
+// manifest included only through the cases it lists). pacts-qualify records it; `pacts verify`
+// compares a report's with its own set's.
+struct Mustpass;
+std::string mustpass_sha256(const Mustpass& mustpass);
+
 struct FileHash {
   std::string path, sha256;
 };
