@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev librapidcheck-dev
   libboost-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy
-  pkgconf dpkg-dev file
+  pkgconf dpkg-dev file shellcheck
 )
 missing=()
 for p in "${packages[@]}"; do

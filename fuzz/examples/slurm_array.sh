@@ -16,6 +16,11 @@
 # time limit: it stops cleanly and writes its summary before Slurm's SIGKILL.
 #SBATCH --signal=B:TERM@300
 #SBATCH --output=pacts-fuzz-%A_%a.log
+# A task whose node is preempted or fails is put back in the queue (where the cluster's
+# preemption mode requeues) and runs again with the same seed and shard on the same --out: the
+# first run's files move into previous-*/ there, and the merge counts the retry's (fuzz/README.md).
+#SBATCH --requeue
+#SBATCH --open-mode=append
 set -euo pipefail
 
 PACTS_FUZZ=${PACTS_FUZZ:-$HOME/pacts/build/fuzz/pacts-fuzz}   # a -DPACTS_ENABLE_CUDA=ON build
