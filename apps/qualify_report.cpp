@@ -1,5 +1,7 @@
 #include "qualify_report.h"
 
+#include <pacts/spec/version.h>
+
 #include <pacts/conformance/junit.h>
 #include <pacts/conformance/out_dir.h>
 
@@ -191,6 +193,7 @@ json to_json(const Report& r) {
   j["tool"] = "pacts-qualify";
   j["report_version"] = 1;
   j["suite_version"] = r.suite_version;
+  j["spec_version"] = spec::kSpecVersion;
   j["compiler"] = r.compiler;
   j["build_type"] = r.build_type;
   j["started_utc"] = r.started_utc;
@@ -274,6 +277,7 @@ std::string to_markdown(const Report& r) {
     md << "**Result: qualified: no Mandatory failure**\n\n";
   md << "| | |\n| --- | --- |\n";
   md << "| suite version | " << cell(r.suite_version) << " |\n";
+  md << "| spec version | " << spec::kSpecVersion << " |\n";
   md << "| compiler | " << cell(r.compiler) << " (" << cell(r.build_type) << ") |\n";
   md << "| started (UTC) | " << r.started_utc << " |\n";
   md << "| seed | " << r.seed << " (replay the run with `pacts-qualify --seed " << r.seed << "`) |\n";

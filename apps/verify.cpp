@@ -2,6 +2,7 @@
 
 #include <pacts/conformance/property.h>
 #include <pacts/conformance/provenance.h>
+#include <pacts/spec/version.h>
 #include "qualify_report.h"  // kQualificationCases
 
 #include <filesystem>
@@ -214,6 +215,9 @@ VerifyResult verify_package(const std::string& dir, const conformance::Mustpass&
     if (version.find("-dirty") != std::string::npos || version.find("not a git checkout") != std::string::npos)
       reject("report.json: suite_version '" + version + "': not a clean build of a committed tree");
     if (j["build_type"] == "Debug") reject("report.json: build_type Debug");
+    if (j["spec_version"] != spec::kSpecVersion)
+      reject("report.json: spec_version " + j["spec_version"].dump() + ", this suite implements " +
+             spec::kSpecVersion);
     if (j["mustpass"]["version"].get<int>() != mustpass.version)
       reject("report.json: mustpass version " + j["mustpass"]["version"].dump() + ", this suite's is " +
              std::to_string(mustpass.version));

@@ -171,10 +171,13 @@ TEST(Verify, RejectsFewCasesADirtyBuildAndAnotherMustpassSet) {
   r.cases_per_property = 5;
   r.suite_version = "0.1.0 (git 1234abc-dirty)";
   r.mustpass_sha256 = std::string(64, '0');
-  const std::vector<std::string> why = verify(write(r, "short"));
+  const std::string dir = write(r, "short");
+  forge(dir, [](json& j) { j["spec_version"] = "pacts-spec-0"; });
+  const std::vector<std::string> why = verify(dir);
   EXPECT_TRUE(rejected_for(why, "cases_per_property 5"));
   EXPECT_TRUE(rejected_for(why, "not a clean build"));
   EXPECT_TRUE(rejected_for(why, "this suite's set hashes to"));
+  EXPECT_TRUE(rejected_for(why, "spec_version \"pacts-spec-0\", this suite implements pacts-spec-1"));
   EXPECT_TRUE(verify(write(r, "short"), /*official=*/false).empty());  // a consistent package
 }
 
@@ -184,11 +187,13 @@ TEST(Verify, RejectsASchemaViolation) {
     j["cases_per_property"] = "forty";
     j["backends"][0]["results"][0]["verdict"] = "Passed";
     j.erase("hostname");
+    j["spec_version"] = 2;
   });
   const std::vector<std::string> why = verify(dir, false);
   EXPECT_TRUE(rejected_for(why, "report.json/cases_per_property: string, expected integer"));
   EXPECT_TRUE(rejected_for(why, "report.json/backends/0/results/0/verdict: \"Passed\", expected one of"));
   EXPECT_TRUE(rejected_for(why, "report.json: the key hostname is missing"));
+  EXPECT_TRUE(rejected_for(why, "report.json/spec_version: integer, expected string"));
 }
 
 TEST(Verify, SchemaKeywordsEachBite) {

@@ -8,6 +8,8 @@
 #include <pacts/problem.h>
 #include <pacts/spec/status.h>
 
+#include <pacts/spec/version.h>
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -29,7 +31,7 @@ using Json = nlohmann::ordered_json;
 // spec/case_files.md §2: the version this build writes and reads, and the spec it implements.
 inline constexpr int kCaseFileVersion = 1;
 inline constexpr int kExchangeVersion = 1;
-inline constexpr const char* kSpecVersion = "pacts-spec-1";
+inline constexpr const char* kSpecVersion = spec::kSpecVersion;  // <pacts/spec/version.h>
 
 // Thrown inside the readers only, and turned into a spec::Status at their boundary.
 struct FieldError {
