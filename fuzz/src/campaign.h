@@ -63,7 +63,8 @@ std::string case_file_name(const std::string& property, const std::string& backe
                            const std::string& signature);
 
 // The deduplication key of a minimal failure (FailureRecord::signature): 16 hex digits of a hash
-// of the property, the backend and the case file of the case without its data seed.
+// of the property, the backend and the shrunk shape (B, L, Hq, Hkv, D, page size, the formats and
+// scale modes, the contexts), so that one bug reached from different starting cases is one record.
 std::string failure_signature(const std::string& property, const std::string& backend,
                               const conformance::CaseSpec& minimal);
 

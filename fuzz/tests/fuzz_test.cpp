@@ -217,22 +217,31 @@ TEST(FuzzStream, GenerationFailureIsADiscardNotACrash) {
 
 // Identical minimal failures are one record: the signature ignores the data seed (which never
 // shrinks) and nothing else.
-TEST(FuzzDedupe, SignatureIsTheCaseWithoutItsDataSeed) {
+TEST(FuzzDedupe, SignatureIsThePropertyBackendAndShrunkShape) {
   pc::CaseSpec a;
   a.shape.contexts = {5, 17};
   a.seed = 1;
-  pc::CaseSpec b = a;
-  b.seed = 99;
   const std::string sig = pf::failure_signature("PACTS-POISON-1", "host", a);
-  EXPECT_EQ(sig, pf::failure_signature("PACTS-POISON-1", "host", b));
+  // What minimal cases of one bug still differ in: one record.
+  pc::CaseSpec same = a;
+  same.seed = 99;
+  same.overrides.push_back({});
+  same.shape.k_layout = pc::PoolLayout::kHND;
+  same.shape.q_gap = 3;
+  same.shape.extra_pages = 7;
+  EXPECT_EQ(sig, pf::failure_signature("PACTS-POISON-1", "host", same));
+  // Another property, backend, shape or decode path: another failure.
   EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-2", "host", a));
   EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "hip", a));
   pc::CaseSpec c = a;
   c.shape.contexts[1] = 16;
   EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "host", c));
   pc::CaseSpec d = a;
-  d.overrides.push_back({});
+  d.shape.kv_format = PACTS_FORMAT_E4M3FN;
   EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "host", d));
+  pc::CaseSpec e = a;
+  e.shape.q_len = 2;
+  EXPECT_NE(sig, pf::failure_signature("PACTS-POISON-1", "host", e));
 }
 
 // A short campaign on the host backend ends with a summary whose counts add up, written both as
