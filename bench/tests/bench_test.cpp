@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <cmath>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -649,8 +650,33 @@ TEST(Command, PassingHostBackendWritesTableCsvJsonSvg) {
   int polylines = 0;
   const std::string svg = read(dir / "r.svg");
   EXPECT_TRUE(well_formed_svg(svg, polylines)) << svg;
-  EXPECT_EQ(polylines, 1);  // both rows are bf16, page 16: one series
-  EXPECT_NE(svg.find("bf16 p16"), std::string::npos);
+  // B1 and B8 (Hq8/Hkv8 D128 bf16 page 16): a line each, the legend naming batch and heads.
+  EXPECT_EQ(polylines, 2);
+  EXPECT_NE(svg.find(">B1 Hq8/Hkv8 D128 bf16 p16<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">B8 Hq8/Hkv8 D128 bf16 p16<"), std::string::npos) << svg;
+  // Readable: the host's rows in GB/s or MB/s (not 0.0007 TB/s), round value ticks, a context tick
+  // only where a context was timed, and the suite version at the foot.
+  EXPECT_TRUE(svg.find("GB/s (K/V bytes)") != std::string::npos ||
+              svg.find("MB/s (K/V bytes)") != std::string::npos) << svg;
+  std::vector<double> ticks;
+  for (size_t at = 0; (at = svg.find("class=\"ytick\"", at)) != std::string::npos; ++at)
+    ticks.push_back(std::stod(svg.substr(svg.find('>', at) + 1)));
+  ASSERT_GE(ticks.size(), 3u);
+  const double step = ticks[1] - ticks[0];
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    EXPECT_NEAR(ticks[i], static_cast<double>(i) * step, step * 1e-9) << svg;
+    const double m = step / std::pow(10.0, std::floor(std::log10(step)));  // 1, 2, 2.5 or 5
+    EXPECT_TRUE(std::fabs(m - 1) < 1e-9 || std::fabs(m - 2) < 1e-9 || std::fabs(m - 2.5) < 1e-9 ||
+                std::fabs(m - 5) < 1e-9) << step;
+  }
+  std::set<std::string> timed, ticked;
+  for (const Row& row : r.rows) timed.insert(std::to_string(row.shape.context));
+  for (size_t at = 0; (at = svg.find("class=\"xtick\"", at)) != std::string::npos; ++at) {
+    const size_t b = svg.find('>', at) + 1;
+    ticked.insert(svg.substr(b, svg.find('<', b) - b));
+  }
+  EXPECT_EQ(ticked, timed);
+  EXPECT_NE(svg.find("pacts " + r.suite_version), std::string::npos);
 }
 
 TEST(Baseline, FlagsAPlantedChangeAndNotAnIdenticalRun) {
