@@ -500,7 +500,17 @@ int main(int argc, char** argv) {
   settings.run.stop = &stop_signal;
   pc::SelfCheckOptions self;
   self.seed = settings.run.seed;
+  std::printf("reference self-checks\n");
+  self.on_start = [](const std::string& id, const std::string& name) {
+    std::printf("  %-28s %s ...", id.c_str(), name.c_str());
+    std::fflush(stdout);
+  };
+  self.on_done = [](const pc::CheckResult& c) {
+    std::printf(" %s, %lld cases, %.2f s\n", pc::verdict_name(c.verdict), static_cast<long long>(c.cases), c.seconds);
+    std::fflush(stdout);
+  };
   report.self_checks = pc::run_reference_self_checks(self);
+  std::printf("\n");
   std::unique_ptr<pc::Backend> reference = pc::make_reference_backend();
   for (const Opened& o : opened) {
     if (stop_signal.load() != 0) break;

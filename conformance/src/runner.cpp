@@ -8,6 +8,7 @@
 #include "case_io.h"
 
 #include <rapidcheck.h>
+#include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 namespace pacts::conformance {
@@ -121,9 +123,16 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
     }
   };
 
-  // RapidCheck reads RC_PARAMS once and prints its seed ("Using configuration: seed=..."); that
-  // seed is unused (ours is passed below), so make the line show ours instead of a random one.
-  static const bool configured = [&] { return setenv("RC_PARAMS", ("seed=" + std::to_string(options.seed)).c_str(), 0) == 0; }();
+  // RapidCheck reads its configuration once, at its first use, and prints it to std::cerr
+  // ("Using configuration: seed=..."), which landed in the middle of the programs' tables. Its
+  // seed is unused (ours is passed below): it is loaded here once with std::cerr silenced.
+  static const bool configured = [&] {
+    std::ostringstream sink;
+    std::streambuf* const saved = std::cerr.rdbuf(sink.rdbuf());
+    (void)rc::detail::configuration();
+    std::cerr.rdbuf(saved);
+    return true;
+  }();
   (void)configured;
   rc::detail::TestParams params;
   params.seed = options.seed;

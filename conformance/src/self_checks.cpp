@@ -160,12 +160,16 @@ const char* verdict_name(Verdict v) {
 
 std::vector<CheckResult> run_reference_self_checks(const SelfCheckOptions& o) {
   std::vector<CheckResult> results;
-  results.push_back(timed("formats.md", "codec round trip of every code", check_codecs));
-  results.push_back(timed("refusals.md", "refusals carry the documented code", check_refusals));
-  results.push_back(timed("PACTS-POISON-1..3", "unowned data never changes the answer",
-                          [&](CheckResult& r) { check_poison(r, o); }));
-  results.push_back(timed("PACTS-EDGE-1, PACTS-META-2", "empty rows exact; runs reproducible",
-                          [&](CheckResult& r) { check_empty_rows_and_determinism(r, o); }));
+  const auto run = [&](const char* id, const char* name, const std::function<void(CheckResult&)>& body) {
+    if (o.on_start) o.on_start(id, name);
+    results.push_back(timed(id, name, body));
+    if (o.on_done) o.on_done(results.back());
+  };
+  run("formats.md", "codec round trip of every code", check_codecs);
+  run("refusals.md", "refusals carry the documented code", check_refusals);
+  run("PACTS-POISON-1..3", "unowned data never changes the answer", [&](CheckResult& r) { check_poison(r, o); });
+  run("PACTS-EDGE-1, PACTS-META-2", "empty rows exact; runs reproducible",
+      [&](CheckResult& r) { check_empty_rows_and_determinism(r, o); });
   return results;
 }
 

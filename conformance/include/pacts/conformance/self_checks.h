@@ -5,6 +5,7 @@
 #include <pacts/conformance/verdict.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct CheckResult {
 struct SelfCheckOptions {
   uint64_t seed = 20261129;  // fixed by default (CI); pacts-qualify --seed changes it
   int32_t cases = 60;        // random cases per randomized check
+  // Called as each check starts (its ID and name) and ends (its result): a program's progress
+  // lines, since the checks take seconds.
+  std::function<void(const std::string& id, const std::string& name)> on_start;
+  std::function<void(const CheckResult& result)> on_done;
 };
 
 std::vector<CheckResult> run_reference_self_checks(const SelfCheckOptions& options);
