@@ -173,10 +173,12 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const S
   }
 }
 
-// Driver and runtime: plugins say; the host backend has none; the hip backend reports neither.
+// Driver and runtime: plugins say; the host backend has none; the hip backend reports the
+// runtime's driver API and runtime versions, and the GPU's UUID.
 void describe_environment(const pc::Backend& backend, rpt::BackendSection& section) {
   section.name = backend.name();
   section.device = backend.device();
+  section.device_uuid = backend.device_uuid();
   section.capabilities = backend.capabilities();
   section.profile = backend.profile();
   if (const pb::PluginInfo* plugin = pb::plugin_info(backend)) {
@@ -197,6 +199,9 @@ void describe_environment(const pc::Backend& backend, rpt::BackendSection& secti
                                    : "isolated in a child process: " + child->command;
   } else if (backend.name() == "host" || backend.name() == "reference") {
     section.driver = section.runtime = "none (CPU threads, no GPU runtime)";
+  } else if (!backend.driver().empty() || !backend.runtime().empty()) {
+    section.driver = backend.driver().empty() ? "not reported by the backend" : backend.driver();
+    section.runtime = backend.runtime().empty() ? "not reported by the backend" : backend.runtime();
   } else {
     section.driver = section.runtime = "not reported by the backend";
   }

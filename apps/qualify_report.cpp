@@ -233,6 +233,7 @@ json to_json(const Report& r) {
                {"results", json::array()}};
     for (const std::string& text : b.bench_json)
       jb["bench_sets"].push_back(json::parse(text, nullptr, /*allow_exceptions=*/false));
+    if (!b.device_uuid.empty()) jb["device_uuid"] = b.device_uuid;
     if (!b.plugin_path.empty())
       jb["plugin"] = {{"path", b.plugin_path}, {"name", b.plugin_name},
                       {"version", b.plugin_version}, {"ran", b.plugin_isolation}};
@@ -303,6 +304,7 @@ std::string to_markdown(const Report& r) {
     md << "## Backend `" << b.name << "`\n\n";
     md << "| | |\n| --- | --- |\n";
     md << "| device | " << cell(b.device) << " |\n";
+    if (!b.device_uuid.empty()) md << "| device UUID | " << b.device_uuid << " |\n";
     md << "| driver | " << cell(b.driver) << " |\n";
     md << "| runtime | " << cell(b.runtime) << " |\n";
     if (!b.plugin_path.empty())

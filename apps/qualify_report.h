@@ -40,6 +40,7 @@ struct PropertyRow {
 
 struct BackendSection {
   std::string name, device, driver, runtime;
+  std::string device_uuid;  // a GPU's, where the backend reports it ("" otherwise)
   std::string plugin_path, plugin_name, plugin_version;  // external backends only
   std::string plugin_isolation;  // where an external backend ran: in process, or in a child
   Capabilities capabilities;

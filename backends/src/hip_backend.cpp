@@ -117,6 +117,9 @@ class HipBackend final : public Backend {
     return ordinal_ == 0 ? "hip" : "hip:" + std::to_string(ordinal_);
   }
   std::string device() const override { return device_.name; }
+  std::string driver() const override { return device_.driver; }
+  std::string runtime() const override { return device_.runtime; }
+  std::string device_uuid() const override { return device_.uuid; }
   const Capabilities& capabilities() const override { return caps_; }
   const spec::NumericsProfile& profile() const override { return profile_; }
 

@@ -171,3 +171,10 @@ TEST(Plan, RefusesWhatValidateRefuses) {
 
 }  // namespace
 }  // namespace pacts::kernels
+
+// A GPU's UUID in the form nvidia-smi prints (reports record it, pacts::kernels::DeviceInfo).
+TEST(DeviceInfo, GpuUuidTakesNvidiaSmisForm) {
+  const unsigned char bytes[16] = {0x5a, 0x1b, 0x00, 0xff, 0x10, 0x20, 0x30, 0x40,
+                                   0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0x0c};
+  EXPECT_EQ(pacts::kernels::format_gpu_uuid(bytes), "GPU-5a1b00ff-1020-3040-5060-708090a0b00c");
+}

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #if defined(PACTS_MUTANTS)
 #include "common/mutant.h"
@@ -333,6 +334,15 @@ spec::Result<DeviceInfo> device(int32_t ordinal) {
   info.multiprocessors = prop.multiProcessorCount;
   info.warp_size = gpu::kWarpSize;
   info.is_host = false;
+  {
+    unsigned char bytes[16];
+    static_assert(sizeof prop.uuid.bytes == sizeof bytes);
+    std::memcpy(bytes, prop.uuid.bytes, sizeof bytes);
+    info.uuid = format_gpu_uuid(bytes);
+    int version = 0;
+    if (hipDriverGetVersion(&version) == hipSuccess) info.driver = "driver API " + std::to_string(version);
+    if (hipRuntimeGetVersion(&version) == hipSuccess) info.runtime = "runtime " + std::to_string(version);
+  }
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
   info.arch = prop.gcnArchName;
 #else

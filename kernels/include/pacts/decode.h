@@ -29,7 +29,22 @@ struct DeviceInfo {
   // The GPU's architecture: gcnArchName on AMD ("gfx942:sramecc+:xnack-"), "sm_XY" on NVIDIA,
   // empty for the host. The HIP numerics profile depends on it on AMD (hip.h profile()).
   std::string arch;
+  // GPUs: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi's form), the driver API and runtime
+  // versions as the runtime reports them ("13000"); empty for the host.
+  std::string uuid, driver, runtime;
 };
+
+// The UUID form nvidia-smi prints, from the device's 16 bytes.
+inline std::string format_gpu_uuid(const unsigned char (&b)[16]) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += kHex[b[i] >> 4];
+    s += kHex[b[i] & 15];
+  }
+  return s;
+}
 
 // The work split (spec/operator.md §11: for a fixed plan the output is bitwise reproducible).
 //

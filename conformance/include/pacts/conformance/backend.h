@@ -93,6 +93,11 @@ class Backend {
   virtual std::string device() const = 0;          // "cpu: 2 threads", "NVIDIA H200 (sm_90)", ...
   virtual const Capabilities& capabilities() const = 0;
   virtual const spec::NumericsProfile& profile() const = 0;
+  // The GPU's driver and runtime versions and its UUID, where the backend knows them (a GPU
+  // backend of this build); empty otherwise. Reports record them (provenance).
+  virtual std::string driver() const { return {}; }
+  virtual std::string runtime() const { return {}; }
+  virtual std::string device_uuid() const { return {}; }
 
   // Runs one problem. Buffers are host memory: a device backend uploads them, runs and
   // downloads the WHOLE out and lse allocations (so bytes it must not write can be checked). A
