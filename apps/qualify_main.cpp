@@ -29,6 +29,7 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -170,6 +171,10 @@ void run_bench_sets(pc::Backend& backend, const std::string& gpu_target, const S
     }
     section.bench += std::string("`") + set + "`:\n\n```\n" + pacts::bench::to_table(timed.value()) + "```\n\n";
     section.bench_json.push_back(pacts::bench::to_json(timed.value()));
+    std::string file = section.name + "-" + set + ".svg";
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+    section.bench_plots.push_back({file, pacts::bench::to_svg(timed.value())});
   }
 }
 
@@ -484,7 +489,7 @@ int main(int argc, char** argv) {
   // One run per folder, claimed once every option and backend was accepted (a refused command
   // touches nothing): a second run on the same --out is refused while this one runs, and an
   // earlier run's report and failing cases are moved aside (never read beside this run's).
-  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "report.sha256", "failures"});
+  auto claimed = pc::claim_out_dir(out_dir, "--out", {"report.md", "report.json", "report.junit.xml", "report.sha256", "plots", "failures"});
   if (!claimed) {
     std::fprintf(stderr, "pacts-qualify: %s\n", claimed.status().message().c_str());
     return kExitUsage;

@@ -380,6 +380,8 @@ std::string to_markdown(const Report& r) {
     list_rows_and_why(md, b, Verdict::kNotSupported, not_supported_text);
     list_rows_and_why(md, b, Verdict::kNotApplicable, not_applicable_text);
     md << "### Bench sets\n\n" << b.bench << "\n\n";
+    for (const BackendSection::Plot& plot : b.bench_plots)
+      md << "![" << plot.file << "](plots/" << plot.file << ")\n\n";
   }
 
   md << "## The reference's self-checks\n\n| id | name | verdict | cases | detail |\n"
@@ -493,15 +495,23 @@ spec::Status write_report(const Report& report, const std::string& dir) {
   // All three or none (a report.md cut short on a full disk read "NOT QUALIFIED" beside a
   // report.json of another run that said qualified).
   const fs::path d(dir);
-  // report.sha256 (sha256sum's format): the three files' hashes, which `pacts verify` checks.
+  // report.sha256 (sha256sum's format): every file's hash, which `pacts verify` checks.
   const std::string md = to_markdown(report), js = to_json(report).dump(2) + "\n", xml = to_junit(report);
-  const std::string manifest = sha256_hex(md) + "  report.md\n" + sha256_hex(js) + "  report.json\n" +
-                               sha256_hex(xml) + "  report.junit.xml\n";
-  if (spec::Status s = write_files_atomically({{(d / "report.md").string(), md},
-                                               {(d / "report.json").string(), js},
-                                               {(d / "report.junit.xml").string(), xml},
-                                               {(d / "report.sha256").string(), manifest}});
-      !s)
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"report.md", md}, {"report.json", js}, {"report.junit.xml", xml}};
+  for (const BackendSection& b : report.backends)
+    for (const BackendSection::Plot& p : b.bench_plots) files.push_back({"plots/" + p.file, p.svg});
+  std::string manifest;
+  for (auto& [name, text] : files) {
+    manifest += sha256_hex(text) + "  " + name + "\n";
+    name = (d / name).string();
+  }
+  files.push_back({(d / "report.sha256").string(), manifest});
+  if (files.size() > 4) {
+    fs::create_directories(d / "plots", ec);
+    if (ec) return spec::invalid_argument("--out " + dir + ": cannot create plots/: " + ec.message());
+  }
+  if (spec::Status s = write_files_atomically(files); !s)
     return spec::invalid_argument("--out " + dir + ": the report was not written: " + s.message());
   return spec::Status::ok();
 }

@@ -48,6 +48,12 @@ struct BackendSection {
   std::vector<PropertyRow> rows;
   std::string bench;               // the bench sets' tables (Markdown), or why there are none
   std::vector<std::string> bench_json;  // bench/'s JSON report of each set that ran
+  // The plot of each set that ran (bench/'s SVG): written as plots/<file> beside the report and
+  // shown in report.md's bench section.
+  struct Plot {
+    std::string file, svg;
+  };
+  std::vector<Plot> bench_plots;
 };
 
 struct Report {
@@ -113,9 +119,9 @@ std::string to_junit(const Report& report);
 // (its plugin or child's own), else the backend's name.
 std::string declared_name(const BackendSection& backend);
 
-// Writes report.md, report.json, report.junit.xml and report.sha256 (their SHA-256 in sha256sum's
-// format) into `dir` (created if needed), all or none (conformance/out_dir.h): a failed write
-// leaves no file cut short.
+// Writes report.md, report.json, report.junit.xml, the bench plots (plots/*.svg) and report.sha256
+// (their SHA-256 in sha256sum's format) into `dir` (created if needed), all or none
+// (conformance/out_dir.h): a failed write leaves no file cut short.
 spec::Status write_report(const Report& report, const std::string& dir);
 
 }  // namespace pacts::conformance::report

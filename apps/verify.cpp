@@ -117,9 +117,19 @@ VerifyResult verify_package(const std::string& dir, const conformance::Mustpass&
       continue;
     }
     const std::string want = line.substr(0, 64), file = line.substr(66);
-    if (!text.count(file) || file == "report.sha256") {
+    const bool plot = file.rfind("plots/", 0) == 0 && file.find("..") == std::string::npos &&
+                      file.find('/', 6) == std::string::npos;
+    if ((!text.count(file) && !plot) || file == "report.sha256") {
       reject("report.sha256: lists '" + file + "', which is not a report file");
       continue;
+    }
+    if (plot) {
+      bool ok = false;
+      text[file] = read_file(d / file, ok);
+      if (!ok) {
+        reject(file + ": listed in report.sha256 but missing");
+        continue;
+      }
     }
     listed.insert(file);
     const std::string got = conformance::sha256_hex(text[file]);
@@ -127,6 +137,10 @@ VerifyResult verify_package(const std::string& dir, const conformance::Mustpass&
   }
   for (const char* n : {"report.json", "report.md", "report.junit.xml"})
     if (!listed.count(n)) reject(std::string("report.sha256: ") + n + " is not listed");
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(d / "plots", ec))
+    if (!listed.count("plots/" + e.path().filename().string()))
+      reject("plots/" + e.path().filename().string() + ": not listed in report.sha256");
   r.facts.push_back("report.sha256: " + std::to_string(listed.size()) + " files checked");
 
   const json j = json::parse(text["report.json"], nullptr, /*allow_exceptions=*/false);

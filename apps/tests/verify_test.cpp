@@ -138,6 +138,23 @@ TEST(Verify, RejectsAFileChangedAfterTheRun) {
   EXPECT_TRUE(rejected_for(verify(dir), "report.junit.xml: missing"));
 }
 
+// A bench set's plot is written under plots/, shown in report.md, listed in report.sha256 and
+// checked like the report's own files.
+TEST(Verify, BenchPlotsAreWrittenShownAndChecked) {
+  rpt::Report r = qualified_report();
+  r.backends[0].bench = "`peers`: a table";
+  r.backends[0].bench_plots = {{"hip_0-peers.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"></svg>\n"}};
+  const std::string dir = write(r, "plots");
+  EXPECT_EQ(text(dir + "/plots/hip_0-peers.svg"), r.backends[0].bench_plots[0].svg);
+  EXPECT_NE(text(dir + "/report.md").find("![hip_0-peers.svg](plots/hip_0-peers.svg)"), std::string::npos);
+  EXPECT_NE(text(dir + "/report.sha256").find("  plots/hip_0-peers.svg\n"), std::string::npos);
+  EXPECT_TRUE(verify(dir).empty());
+  put(dir + "/plots/hip_0-peers.svg", "<svg></svg>\n");
+  EXPECT_TRUE(rejected_for(verify(dir), "plots/hip_0-peers.svg: SHA-256"));
+  put(dir + "/plots/extra.svg", "<svg></svg>\n");
+  EXPECT_TRUE(rejected_for(verify(dir), "plots/extra.svg: not listed in report.sha256"));
+}
+
 TEST(Verify, RejectsAForgedFlagThatTheRowsContradict) {
   rpt::Report r = qualified_report();
   r.backends[0].rows[0].verdict = pacts::conformance::Verdict::kFail;
