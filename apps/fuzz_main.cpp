@@ -108,6 +108,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   pf::CampaignOptions o;
+  o.suite_version = PACTS_SUITE_VERSION;
   std::string shard = "0/1", properties;
   std::string seed_text;
   bool no_shrink = false;

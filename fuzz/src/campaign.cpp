@@ -225,6 +225,7 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
   record.seed = o.seed;
   record.shard = o.shard;
   record.backend = o.workers.backend;
+  record.suite_version = o.suite_version;
   record.seconds_budget = o.seconds;
   record.cases_budget = o.case_index ? 1 : o.cases;
   record.started_utc = utc_now();

@@ -19,6 +19,7 @@
 namespace pacts::fuzz {
 
 struct CampaignOptions {
+  std::string suite_version;            // recorded in the summary (the program's PACTS_SUITE_VERSION)
   uint64_t seed = 0;
   Shard shard;
   std::vector<std::string> properties;  // IDs or families ("POISON"); empty: the whole catalogue

@@ -109,7 +109,8 @@ class Reader {
 };
 
 Json campaign_json(const CampaignRecord& c) {
-  return {{"seed", std::to_string(c.seed)},
+  return {{"suite_version", c.suite_version},
+          {"seed", std::to_string(c.seed)},
           {"shard", shard_text(c.shard)},
           {"backend", c.backend},
           {"workers", c.workers},
@@ -131,6 +132,7 @@ Json campaign_json(const CampaignRecord& c) {
 CampaignRecord campaign_from(const Json& j, const std::string& path) {
   Reader r(j, path);
   CampaignRecord c;
+  if (j.contains("suite_version")) c.suite_version = r.str("suite_version");  // absent before it was kept
   c.seed = r.seed("seed");
   c.shard = r.shard("shard");
   c.backend = r.str("backend");

@@ -49,6 +49,7 @@ struct FailureRecord {
 };
 
 struct CampaignRecord {
+  std::string suite_version;          // the pacts-fuzz that ran it ("" in summaries before it was kept)
   uint64_t seed = 0;
   Shard shard;
   std::string backend;                // as requested ("auto" resolved)

@@ -252,6 +252,7 @@ TEST(FuzzCampaign, HostCampaignSummaryAddsUp) {
   o.seed = kSeed;
   o.cases = 2 * static_cast<int64_t>(pc::catalogue().size());  // two cases of every property
   o.workers.backend = "host";
+  o.suite_version = "0.1.0 (git test)";
   o.workers.jobs = 2;
   o.out_dir = out.string();
   std::printf("seed %llu, %lld cases\n", static_cast<unsigned long long>(o.seed),
@@ -270,6 +271,7 @@ TEST(FuzzCampaign, HostCampaignSummaryAddsUp) {
   EXPECT_TRUE(s["complete"].get<bool>());
   EXPECT_EQ(s["campaigns"][0]["seed"], std::to_string(kSeed));
   EXPECT_EQ(s["campaigns"][0]["stop_reason"], "cases");
+  EXPECT_EQ(s["campaigns"][0]["suite_version"], "0.1.0 (git test)");
   EXPECT_EQ(s["campaigns"][0]["workers"].size(), 2u);
   EXPECT_EQ(s["properties"].size(), pc::catalogue().size());
   EXPECT_GT(s["coverage"]["cells_covered"].get<int64_t>(), 0);
