@@ -631,7 +631,9 @@ std::optional<int> fitting_exponent(int want, Fits fits) {
   return std::nullopt;
 }
 
-enum class Extreme { kAsGenerated, kMxKeyScales, kHugeKey, kHugeQuery, kHugeValues, kHugeLogits };
+enum class Extreme {
+  kAsGenerated, kMxKeyScales, kHugeKey, kHugeQuery, kHugeValues, kHugeLogits, kNegativeLogits
+};
 
 const char* extreme_name(Extreme x) {
   switch (x) {
@@ -641,6 +643,8 @@ const char* extreme_name(Extreme x) {
     case Extreme::kHugeQuery: return "Q near 2^120 through q_scale, K tiny through k_scale";
     case Extreme::kHugeValues: return "V near 2^94";
     case Extreme::kHugeLogits: return "logits near 2^62 through softmax_scale, sinks +-2^64";
+    case Extreme::kNegativeLogits:
+      return "every logit of a row far below -5e4 (finite; a sentinel maximum misses them)";
   }
   return "?";
 }
@@ -683,6 +687,26 @@ CaseSpec extreme_spec(const CaseSpec& spec, Extreme x) {
       if (sh.out_format == PACTS_FORMAT_FP16) sh.out_format = PACTS_FORMAT_FP32;  // R2: fp16 <= 2^15
       break;
     case Extreme::kHugeLogits: break;
+    case Extreme::kNegativeLogits: {
+      // K's dim 0 is +1 and Q's dim 0 is -128 at every position, so that q . k is dominated by
+      // -128 k-scale and every logit of a row is negative; apply_extreme then scales them far
+      // below -5e4. No sink or soft-cap: either would keep the row's largest logit near 0.
+      sh.sinks = false;
+      sh.softcap = 0;
+      if (mx) break;  // an MXFP4 element's scale varies by block: not placed (apply_extreme)
+      const uint32_t one = spec::encode(sh.kv_format, 1.0, spec::Overflow::kNonSaturate);
+      const uint32_t minus = spec::encode(sh.q_format, -128.0, spec::Overflow::kNonSaturate);
+      for (int32_t b = 0; b < sh.batch; ++b) {
+        const int32_t n = b < static_cast<int32_t>(sh.contexts.size()) ? sh.contexts[static_cast<size_t>(b)] : 0;
+        for (int32_t h = 0; h < sh.num_kv_heads; ++h)
+          for (int32_t j = 0; j < n; ++j)
+            s.overrides.push_back({Override::Tensor::kK, b, j, h, 0, one});
+        for (int32_t i = 0; i < sh.q_len; ++i)
+          for (int32_t h = 0; h < sh.num_q_heads; ++h)
+            s.overrides.push_back({Override::Tensor::kQ, b, i, h, 0, minus});
+      }
+      break;
+    }
     case Extreme::kAsGenerated: break;
   }
   return s;
@@ -738,6 +762,30 @@ bool apply_extreme(CaseData& c, Extreme x, uint64_t seed) {
       }
       return true;
     }
+    case Extreme::kNegativeLogits: {
+      if (mx) return false;
+      // The most negative row LSE (an upper bound of its every logit) moved below -2^17 by a
+      // power of two on softmax_scale, within R3; placed only when some row ends below -6e4.
+      reference::Output ref = reference_answer(c);
+      double most = 0;
+      for (double l : ref.lse)
+        if (std::isfinite(l)) most = std::min(most, l);
+      if (most >= 0) return false;
+      const double q_max = max_abs_code(c.q, p.q_format) * p.q_scale;
+      double dot_max = 0;
+      for (double d : ref.logit_abs_dot) dot_max = std::max(dot_max, d);
+      const auto e = fitting_exponent(ceil_log2(0x1p17 / -most), [&](int k) {
+        const double tau = std::ldexp(double{p.softmax_scale}, k);
+        return std::isnormal(static_cast<float>(tau)) && tau * q_max <= 0x1p126 &&
+               std::ldexp(dot_max, k) <= 0x1p63;
+      });
+      if (!e) return false;
+      p.softmax_scale = std::ldexp(p.softmax_scale, *e);
+      ref = reference_answer(c);
+      for (double l : ref.lse)
+        if (std::isfinite(l) && l < -6e4) return true;
+      return false;
+    }
     case Extreme::kMxKeyScales:
     case Extreme::kAsGenerated: return true;
   }
@@ -761,16 +809,9 @@ std::optional<std::string> outside_contract(const pacts_problem& p, const refere
   return std::nullopt;
 }
 
-Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
-  const CaseShape& sh0 = spec0.shape;
-  const bool generated_extreme =
-      sh0.kv_format == PACTS_FORMAT_E2M1 && (sh0.k_e8m0_hi > 200 || sh0.q_exponent != 0);
-  static constexpr Extreme kChoices[] = {Extreme::kMxKeyScales, Extreme::kHugeKey,
-                                         Extreme::kHugeQuery, Extreme::kHugeValues,
-                                         Extreme::kHugeLogits};
-  Extreme x = generated_extreme ? Extreme::kAsGenerated : kChoices[spec0.seed % 5];
-  if (sh0.kv_format == PACTS_FORMAT_E2M1 && (x == Extreme::kHugeKey || x == Extreme::kHugeQuery))
-    x = Extreme::kMxKeyScales;  // MXFP4 has no per-tensor scale: its K extremes are e8m0 bytes
+// One extreme placed in the case and judged: ACC-1 and ACC-2, every value finite and within its
+// bound (the LSE when requested).
+Outcome judge_extreme(PropertyContext& ctx, const CaseSpec& spec0, Extreme x) {
   const CaseSpec spec = extreme_spec(spec0, x);
   CaseData c = spec.build();
   if (!apply_extreme(c, x, spec.seed))
@@ -782,8 +823,26 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
                                    ": the case leaves the range contract, a generator defect: " + *why);
   const Observed got = observe(ctx.backend, c, split_hint(spec));
   if (auto o = run_failed(got, "PACTS-EDGE-5")) return *o;
-  // ACC-1 and ACC-2: every value finite and within its bound (the LSE when requested).
   return with_detail(within_tolerance(ctx.backend, c.problem, got, ref), extreme_name(x));
+}
+
+Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
+  const CaseShape& sh0 = spec0.shape;
+  const bool generated_extreme =
+      sh0.kv_format == PACTS_FORMAT_E2M1 && (sh0.k_e8m0_hi > 200 || sh0.q_exponent != 0);
+  static constexpr Extreme kChoices[] = {Extreme::kMxKeyScales, Extreme::kHugeKey,
+                                         Extreme::kHugeQuery, Extreme::kHugeValues,
+                                         Extreme::kHugeLogits};
+  Extreme x = generated_extreme ? Extreme::kAsGenerated : kChoices[spec0.seed % 5];
+  if (sh0.kv_format == PACTS_FORMAT_E2M1 && (x == Extreme::kHugeKey || x == Extreme::kHugeQuery))
+    x = Extreme::kMxKeyScales;  // MXFP4 has no per-tensor scale: its K extremes are e8m0 bytes
+  const Outcome first = judge_extreme(ctx, spec0, x);
+  if (first.failed() || generated_extreme) return first;
+  // Every case also places very negative logits (flashinfer #4450: a finite sentinel maximum).
+  const Outcome second = judge_extreme(ctx, spec0, Extreme::kNegativeLogits);
+  if (second.failed()) return second;
+  if (first.verdict == Verdict::kPass || second.verdict == Verdict::kNotApplicable) return first;
+  return second;
 }
 
 // --- EDGE-6 ----------------------------------------------------------------------------------

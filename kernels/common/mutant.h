@@ -178,7 +178,11 @@
   G(hip_v_tensor_scale_dropped, scale_application, "spec/formats.md §3, spec/contract.md §2.1",    \
     "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")    \
   G(hip_k_tensor_scale_dropped, scale_application, "spec/formats.md §3, spec/contract.md §2.1",    \
-    "a per-tensor K scale deferred to the logit (fp8 K as its exact codes) and never applied")
+    "a per-tensor K scale deferred to the logit (fp8 K as its exact codes) and never applied")    \
+  /* kernels/common/softmax.h */                                                                   \
+  X(max_sentinel_finite, range_overflow, "spec/operator.md §9, spec/contract.md §2.1",             \
+    "flashinfer #4450: the running maximum starts at a finite sentinel (-5e4) instead of -inf, "   \
+    "so a row whose every logit lies below it gets no weight at all")
 
 namespace pacts::kernels::common {
 

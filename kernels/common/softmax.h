@@ -69,7 +69,8 @@ struct SoftmaxState {
   PACTS_HD bool empty() const { return l == 0.0f && m == -INFINITY; }
 
   PACTS_HD TileStep begin_tile(float tile_max) {
-    const float m_new = max_finite(m, tile_max);
+    float m_new = max_finite(m, tile_max);
+    if (PACTS_MUTANT(max_sentinel_finite) && !(m_new > -5e4f)) m_new = -5e4f;
     const float shift = shift_of(m_new);
     // Rescale factor with an exact difference of the origins (exp_diff). An owned NaN held in l
     // stays NaN through the product, the propagation spec/contract.md §3 prefers.

@@ -41,7 +41,7 @@ fi
 common="fp16_subnormals_flushed,q_scale_ignored,q_scale_after_dot,causal_sees_next_key"
 common+=",window_one_short,window_one_long,partition_overlap,context_len_bound_exclusive"
 common+=",bf16_truncated,rescale_skipped,merge_wrong_max,empty_partition_nan,lse_base2"
-common+=",e8m0_zero_as_zero,e8m0_ff_not_nan,e4m3fn_read_as_fnuz,nibbles_swapped"
+common+=",e8m0_zero_as_zero,e8m0_ff_not_nan,e4m3fn_read_as_fnuz,nibbles_swapped,max_sentinel_finite"
 hip=$("$M" --list | awk -F' \\| ' '$2 ~ /^hip_/ {printf "%s%s", sep, $2; sep=","}')
 echo "common mutants: $common"
 echo "hip mutants:    $hip"
