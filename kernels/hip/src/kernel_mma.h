@@ -1262,6 +1262,11 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
         for (int x = 0; x < 4; ++x)  // one block of 32 dims holds the lane's D / 8
           vscale[x] = v_deferred ? 1.0f : vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
+        // Chunk c of the four keys' V segments, as 32-bit words.
+        const auto load_v_chunk = [&](int c, uint32_t (&w)[4][Seg::kWords]) {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+        };
         if constexpr (R::kFp4 && kMxTable) {
           // One table per key (the lane's D / 8 dims lie in one block); element n of the four
           // keys' segments gives N-tile n's B fragment words (keys 2 q4, 2 q4 + 1 | + 8, + 9).
@@ -1276,9 +1281,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
           for (int c = 0; c < Seg::kChunks; ++c) {
             uint32_t w[4][Seg::kWords];
-#pragma unroll
-            for (int x = 0; x < 4; ++x)
-              Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+            load_v_chunk(c, w);
 #pragma unroll
             for (int j = 0; j < Seg::kWords; ++j) {
               uint32_t out[4][4];
@@ -1299,9 +1302,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
           for (int c = 0; c < Seg::kChunks; ++c) {
             uint32_t w[4][Seg::kWords];
-#pragma unroll
-            for (int x = 0; x < 4; ++x)
-              Seg::load(vr + vkey[x] * R::kRowStride + g * Seg::kBytes, c, w[x]);
+            load_v_chunk(c, w);
 #pragma unroll
             for (int i = 0; i < Seg::kChunkElems; ++i) {
               const int n = c * Seg::kChunkElems + i;
