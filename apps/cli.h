@@ -23,11 +23,18 @@ inline constexpr int kExitPass = 0, kExitFail = 1, kExitUsage = 2;
 // at <prefix>/share/pacts/<installed>, found from the running program (<prefix>/bin/NAME); in a
 // build tree, at the source path the build compiled in (`build_tree`). The installed copy wins
 // where both exist, so an installed program never reads a source tree that moved or changed.
-inline std::string data_path(const std::string& installed, const std::string& build_tree) {
+// The folder of the running program (empty when /proc/self/exe cannot be read).
+inline std::filesystem::path program_dir() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const std::filesystem::path at = exe.parent_path().parent_path() / "share" / "pacts" / installed;
+  return ec ? std::filesystem::path() : exe.parent_path();
+}
+
+inline std::string data_path(const std::string& installed, const std::string& build_tree) {
+  const std::filesystem::path dir = program_dir();
+  if (!dir.empty()) {
+    std::error_code ec;
+    const std::filesystem::path at = dir.parent_path() / "share" / "pacts" / installed;
     if (std::filesystem::exists(at, ec)) return at.string();
   }
   return build_tree;

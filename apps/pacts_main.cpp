@@ -327,9 +327,8 @@ constexpr std::array<Program, 5> kPrograms = {{
 // Returns only when it cannot be run (exit 2, naming every place looked at).
 int exec_program(const Program& prog, int argc, char** argv) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  const fs::path here = ec ? fs::path(argv[0]).parent_path() : self.parent_path();
+  const fs::path dir = pacts::apps::program_dir();
+  const fs::path here = dir.empty() ? fs::path(argv[0]).parent_path() : dir;
   const std::vector<fs::path> candidates = {here / prog.program,
                                             here.parent_path() / prog.folder / prog.program};
   for (const fs::path& c : candidates) {

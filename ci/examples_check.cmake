@@ -7,9 +7,23 @@
 #     folders slurm_merge.sh merges;
 #   - both shell scripts pass shellcheck (when it is installed; otherwise that part is reported
 #     as skipped in the log).
-#   cmake -DSOURCE_DIR=... [-DEXAMPLES=folder] -P ci/examples_check.cmake
-if(NOT EXAMPLES)
-  set(EXAMPLES ${SOURCE_DIR}/fuzz/examples)
+#   cmake -DSOURCE_DIR=... -P ci/examples_check.cmake
+#   cmake -DSOURCE_DIR=... -DPLANT=WORK_DIR -P ci/examples_check.cmake
+# With PLANT, the check runs on copies of the examples written into WORK_DIR with the faults of
+# their first versions planted (the Job's merge reading /results/shard-*, no --requeue): ctest
+# pacts_fuzz_examples_check_bites passes only when both are reported.
+set(EXAMPLES ${SOURCE_DIR}/fuzz/examples)
+if(PLANT)
+  file(MAKE_DIRECTORY ${PLANT})
+  file(READ ${EXAMPLES}/k8s_indexed_job.yaml text)
+  string(REGEX REPLACE "pacts-fuzz merge /results/[0-9]+/merged /results/[0-9]+/shard-\\*"
+         "pacts-fuzz merge /results/merged /results/shard-*" text "${text}")
+  file(WRITE ${PLANT}/k8s_indexed_job.yaml "${text}")
+  file(READ ${EXAMPLES}/slurm_array.sh text)
+  string(REPLACE "#SBATCH --requeue\n" "" text "${text}")
+  file(WRITE ${PLANT}/slurm_array.sh "${text}")
+  file(COPY ${EXAMPLES}/slurm_merge.sh DESTINATION ${PLANT})
+  set(EXAMPLES ${PLANT})
 endif()
 set(problems "")
 # `needle` (a literal string) must occur in the file's text. A function, not a macro: the texts
@@ -58,12 +72,7 @@ if(NOT inputs STREQUAL "/results/${seed}/shard-*" OR NOT merged STREQUAL "/resul
 endif()
 
 file(READ ${EXAMPLES}/slurm_array.sh array)
-# A fixture folder may hold only the files it plants faults in: the others are the examples'.
-if(EXISTS ${EXAMPLES}/slurm_merge.sh)
-  file(READ ${EXAMPLES}/slurm_merge.sh merge)
-else()
-  file(READ ${SOURCE_DIR}/fuzz/examples/slurm_merge.sh merge)
-endif()
+file(READ ${EXAMPLES}/slurm_merge.sh merge)
 expect_literal("${array}" [=[
 #SBATCH --requeue
 ]=] "slurm_array.sh: no #SBATCH --requeue (a preempted task is not retried)")
@@ -76,11 +85,7 @@ expect_literal("${merge}" [=[shards=("$OUT_ROOT"/shard-*)]=] "slurm_merge.sh: do
 
 find_program(SHELLCHECK shellcheck)
 if(SHELLCHECK)
-  set(scripts ${EXAMPLES}/slurm_array.sh)
-  if(EXISTS ${EXAMPLES}/slurm_merge.sh)
-    list(APPEND scripts ${EXAMPLES}/slurm_merge.sh)
-  endif()
-  execute_process(COMMAND ${SHELLCHECK} ${scripts}
+  execute_process(COMMAND ${SHELLCHECK} ${EXAMPLES}/slurm_array.sh ${EXAMPLES}/slurm_merge.sh
                   OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     string(APPEND problems "  shellcheck:\n${out}\n")

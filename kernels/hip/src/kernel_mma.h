@@ -1271,6 +1271,7 @@ split_kv_mma_kernel(const Params p) {
           // One table per key (the lane's D / 8 dims lie in one block); element n of the four
           // keys' segments gives N-tile n's B fragment words (keys 2 q4, 2 q4 + 1 | + 8, + 9).
           static_assert(kParts == 1 && kTinyTest);
+          static_assert(Seg::kChunks * Seg::kWords * 8 == S::kDTiles, "8 elements a word, one per N-tile");
           const bool swap = mx_swap_nibbles(v_order);
           MxTable tv[4];
 #pragma unroll
@@ -1290,7 +1291,6 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
               for (int e = 0; e < 8; ++e) {
                 const int n = c * Seg::kChunkElems + 8 * j + e;
-                if (n >= S::kDTiles) break;  // D 64: a word of 8 elements, 8 N-tiles
                 const bool high = e % 2 == 1;
                 const uint32_t b0 = mx_pair_halves(out[0][e / 2], out[1][e / 2], high);
                 const uint32_t b1 = mx_pair_halves(out[2][e / 2], out[3][e / 2], high);
