@@ -12,6 +12,11 @@
 // allocations. Device copies keep the host pointers' offset modulo 256, so alignment cases reach
 // the kernels as the suite built them. The workspace is filled before every run with a poison
 // that alternates between runs (NaN bytes, then a large finite value), as for the host backend.
+// Guard zones: every device allocation holds 4 KiB before the view (and the alignment slack) and
+// 4 KiB after it, filled with a canary pattern at upload and compared after the call; a byte
+// changed there fails the run with a message naming the buffer and the offset (spec/properties.md
+// PACTS-EDGE-2: a write outside the declared views; compute-sanitizer cannot see a write that
+// stays inside an allocation).
 #include <pacts/backends/hip.h>
 #include <pacts/conformance/registry.h>
 #include <pacts/hip.h>
@@ -32,7 +37,21 @@ using conformance::Backend;
 using conformance::Capabilities;
 using conformance::RunResult;
 
-// One device allocation of a host view, offset like the host pointer modulo 256.
+constexpr uint64_t kGuardBytes = 4096;
+
+// The guard zones' canary: byte i of a zone (a pattern no single memset or store of one value
+// reproduces).
+const std::vector<uint8_t>& canary() {
+  static const std::vector<uint8_t> bytes = [] {
+    std::vector<uint8_t> c(kGuardBytes + 256);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(0xA5u ^ (i * 29u));
+    return c;
+  }();
+  return bytes;
+}
+
+// One device allocation of a host view, offset like the host pointer modulo 256, between two
+// guard zones.
 class DeviceView {
  public:
   DeviceView() = default;
@@ -42,20 +61,59 @@ class DeviceView {
 
   spec::Status upload(const pacts_view& host) {
     view_ = {nullptr, host.bytes};
+    before_ = 0;
     if (host.data == nullptr) return spec::Status::ok();
     const uint64_t offset = reinterpret_cast<uintptr_t>(host.data) % 256;
-    if (capacity_ < host.bytes + offset + 1) {
+    const uint64_t need = kGuardBytes + offset + host.bytes + kGuardBytes;
+    if (capacity_ < need) {
       kernels::hip::memory::release(base_);
       base_ = nullptr;
       capacity_ = 0;
-      spec::Result<void*> fresh = kernels::hip::memory::allocate(host.bytes + offset + 1);
+      spec::Result<void*> fresh = kernels::hip::memory::allocate(need);
       if (!fresh) return fresh.status();
       base_ = static_cast<uint8_t*>(fresh.value());
-      capacity_ = host.bytes + offset + 1;
+      capacity_ = need;
     }
-    view_.data = base_ + offset;
+    before_ = kGuardBytes + offset;
+    view_.data = base_ + before_;
+    if (spec::Status s = kernels::hip::memory::to_device(base_, canary().data(), before_); !s) return s;
+    if (spec::Status s = kernels::hip::memory::to_device(base_ + before_ + host.bytes, canary().data(),
+                                                         kGuardBytes);
+        !s)
+      return s;
     if (host.bytes == 0) return spec::Status::ok();
     return kernels::hip::memory::to_device(view_.data, host.data, host.bytes);
+  }
+
+  // The guard zones after a call: a changed byte is a write outside the view `name`.
+  spec::Status check_guards(const char* name) const {
+    if (view_.data == nullptr) return spec::Status::ok();
+    std::vector<uint8_t> zone(before_ > kGuardBytes ? before_ : kGuardBytes);
+    const std::vector<uint8_t>& want = canary();
+    const auto changed = [&](uint64_t n, int64_t* first, uint64_t* count) {
+      *count = 0;
+      for (uint64_t i = 0; i < n; ++i)
+        if (zone[i] != want[i] && (*count)++ == 0) *first = static_cast<int64_t>(i);
+    };
+    int64_t first = 0;
+    uint64_t count = 0;
+    if (spec::Status s = kernels::hip::memory::to_host(zone.data(), base_, before_); !s) return s;
+    changed(before_, &first, &count);
+    if (count > 0)
+      return spec::Status(spec::Code::kInternal,
+                          std::string("hip backend: guard zone: the kernels wrote outside `") + name +
+                              "`: " + std::to_string(count) + " byte(s) before its first byte, the first " +
+                              std::to_string(before_ - static_cast<uint64_t>(first)) + " bytes before it");
+    if (spec::Status s = kernels::hip::memory::to_host(zone.data(), view_.data + view_.bytes, kGuardBytes);
+        !s)
+      return s;
+    changed(kGuardBytes, &first, &count);
+    if (count > 0)
+      return spec::Status(spec::Code::kInternal,
+                          std::string("hip backend: guard zone: the kernels wrote outside `") + name +
+                              "`: " + std::to_string(count) + " byte(s) past its end, the first at +" +
+                              std::to_string(first));
+    return spec::Status::ok();
   }
 
   spec::Status download(const pacts_view& host) const {
@@ -78,6 +136,7 @@ class DeviceView {
  private:
   uint8_t* base_ = nullptr;
   uint64_t capacity_ = 0;
+  uint64_t before_ = 0;  // bytes of the allocation before the view (the zone and the slack)
   pacts_view view_{};
 };
 
@@ -223,6 +282,11 @@ class HipBackend final : public Backend {
     }
     if (spec::Status s = mem::synchronize(); !s) return s;
     if (spec::Status s = mem::to_host(error, error_word_, sizeof(uint32_t)); !s) return s;
+    static constexpr const char* kNames[10] = {"q",           "k",            "v",     "k_scale",
+                                               "v_scale",     "block_table",  "context_lens",
+                                               "sinks",       "out",          "lse"};
+    for (int n = 0; n < 10; ++n)
+      if (spec::Status s = views_[n].check_guards(kNames[n]); !s) return s;
     if (spec::Status s = views_[8].download(host.out); !s) return s;
     if (spec::Status s = views_[9].download(host.lse); !s) return s;
     for (DeviceView& v : views_) v.trim(kKeepBytes);

@@ -182,7 +182,11 @@
   /* kernels/common/softmax.h */                                                                   \
   X(max_sentinel_finite, range_overflow, "spec/operator.md §9, spec/contract.md §2.1",             \
     "flashinfer #4450: the running maximum starts at a finite sentinel (-5e4) instead of -inf, "   \
-    "so a row whose every logit lies below it gets no weight at all")
+    "so a row whose every logit lies below it gets no weight at all")                              \
+  /* kernels/hip/ again (appended: the ids above stay) */                                          \
+  G(hip_out_past_end, write_set, "spec/contract.md §1.3, spec/properties.md PACTS-EDGE-2",         \
+    "an out-of-bounds store: the first output element's low byte also written to the two bytes "   \
+    "just past the output view (inside the allocation, where compute-sanitizer sees nothing)")
 
 namespace pacts::kernels::common {
 

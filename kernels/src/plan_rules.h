@@ -76,7 +76,11 @@ inline int64_t gpu_automatic_partitions(const pacts_problem& p, int32_t multipro
 // 64K registers: the bf16 kernel, and the split kernels (every other format, or a scaled V).
 // kernels/hip/src/kernel_mma.h MmaShape::kBlocksPerSm is these (decode_hip.cpp asserts it).
 inline constexpr int64_t nvidia_blocks_per_sm(bool split, int32_t head_dim) {
+#if defined(PACTS_EXPERIMENT_SPLIT_BLOCKS2)  // timing experiment only (bench/ variant split_blocks2)
   return head_dim == 256 ? (split ? 4 : 5) : (split ? 2 : 3);
+#else
+  return head_dim == 256 ? (split ? 4 : 5) : (split ? (head_dim == 128 ? 3 : 2) : 3);
+#endif
 }
 
 // What a backend's plans differ in.

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -99,6 +100,28 @@ TEST(PlanRules, GpuPlansAreThoseOfTheFile) {
     EXPECT_EQ(plan.value().num_partitions, r.gpu[1]) << r.text;
     EXPECT_EQ(plan.value().rows_per_item, r.gpu[2]) << r.text;
   }
+}
+
+// A change of planning policy, on purpose: PACTS_PLANS_WRITE=FILE writes the file's rows with the
+// plans of today's rules (the comment lines kept), for review with git diff.
+TEST(PlanRules, WriteTheFileOnRequest) {
+  const char* path = std::getenv("PACTS_PLANS_WRITE");
+  if (path == nullptr) GTEST_SKIP() << "PACTS_PLANS_WRITE not set";
+  std::ifstream in(PACTS_PLANS_FILE);
+  std::ostringstream out;
+  for (std::string line; std::getline(in, line);)
+    if (line.empty() || line[0] == '#') out << line << "\n";
+  for (const Row& r : rows()) {
+    const auto host = kernels::plan(problem_of(r), host::device(r.workers), 0, 0, r.invariant != 0);
+    const auto gpu = gpu_plan(problem_of(r), split_kernel(r), r.workers, r.invariant != 0);
+    ASSERT_TRUE(host && gpu) << r.text;
+    out << r.batch << ' ' << r.q_len << ' ' << r.hq << ' ' << r.hkv << ' ' << r.d << ' ' << r.page << ' '
+        << r.max_pages << ' ' << r.format << ' ' << r.invariant << ' ' << r.workers << ' '
+        << host.value().partition_size << ' ' << host.value().num_partitions << ' '
+        << host.value().rows_per_item << ' ' << gpu.value().partition_size << ' '
+        << gpu.value().num_partitions << ' ' << gpu.value().rows_per_item << "\n";
+  }
+  std::ofstream(path) << out.str();
 }
 
 // Planted: the GPU rule's 90 % wave fill read as 80 % changes plans the file holds (the test

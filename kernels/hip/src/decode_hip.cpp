@@ -256,6 +256,19 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 }
 
 
+// Whether a split kernel whose V enters as one part (codes, or MXFP4 elements) runs the
+// transposed form (src/kernel_mma.h, kNarrow): items of at most 8 rows at D 64 and 128, as the
+// bf16 kernel. The same bits as the 16-row form. Timing experiments only: bench/ variant
+// split_rows16 never runs it; pv_bf16 and one_v_path, whose V takes several parts, cannot.
+#if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_SPLIT_ROWS16) && \
+    !defined(PACTS_EXPERIMENT_PV_BF16) && !defined(PACTS_EXPERIMENT_ONE_V_PATH)
+constexpr bool kSplitTransposed = true;
+#else
+constexpr bool kSplitTransposed = false;
+#endif
+template <int D>
+constexpr bool split_transposed_built() { return kSplitTransposed && D <= 128; }
+
 // fp16 and fp8 pools: on NVIDIA one kernel per V path, V as codes (no scale, or a per-tensor
 // scale the kernel defers) or not (src/kernel_mma.h, kVCodes).
 template <int D, pacts_format kFormat, bool kSplit>
@@ -264,8 +277,15 @@ spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items
 #if PACTS_HIP_MATRIX_UNIT
   if (prm.v.scale_mode == PACTS_SCALE_NONE || prm.v.scale_mode == PACTS_SCALE_PER_TENSOR) {
     if constexpr (kSplit && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2))
-      if (k_scale_on_logit(kFormat, prm.k.scale_mode, prm.k.tensor_scale, prm.v.scale_mode))
+      if (k_scale_on_logit(kFormat, prm.k.scale_mode, prm.k.tensor_scale, prm.v.scale_mode)) {
+        if constexpr (split_transposed_built<D>())
+          if (prm.rows_per_item <= 8)
+            return launch<D, kFormat, kSplit, true, true, true>(prm, items, merge_items, stream);
         return launch<D, kFormat, kSplit, true, false, true>(prm, items, merge_items, stream);
+      }
+    if constexpr (kSplit && split_transposed_built<D>())
+      if (prm.rows_per_item <= 8)
+        return launch<D, kFormat, kSplit, true, true>(prm, items, merge_items, stream);
     return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
   }
 #endif
@@ -316,7 +336,13 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
     case PACTS_FORMAT_E5M2: return launch_narrow<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E5M2FNUZ:
       return launch_narrow<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
-    default: return launch<D, PACTS_FORMAT_E2M1, kSplit>(prm, items, merge_items, stream);
+    default:
+#if PACTS_HIP_MATRIX_UNIT
+      if constexpr (kSplit && split_transposed_built<D>())
+        if (prm.rows_per_item <= 8)
+          return launch<D, PACTS_FORMAT_E2M1, kSplit, false, true>(prm, items, merge_items, stream);
+#endif
+      return launch<D, PACTS_FORMAT_E2M1, kSplit>(prm, items, merge_items, stream);
   }
 }
 
@@ -551,6 +577,7 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
   prm.context_lens = static_cast<const int32_t*>(buffers.context_lens.data);
   prm.sinks = static_cast<const float*>(buffers.sinks.data);
   prm.out = static_cast<uint8_t*>(buffers.out.data);
+  prm.out_bytes = buffers.out.bytes;
   prm.lse = static_cast<float*>(buffers.lse.data);
   prm.k = pool_params(buffers.k, p.k_layout, p.k_scale_mode, p.nibble_order, p.k_scale,
                       buffers.k_scale, p.k_scale_layout);

@@ -212,6 +212,8 @@ __device__ inline void prefetch_prologue(const Params& p, int64_t b, int64_t kv_
 }
 
 __device__ inline void store_out(const Params& p, int64_t element, uint32_t code) {
+  if (PACTS_MUTANT(hip_out_past_end) && element == 0)  // 2 bytes just past the output view
+    p.out[p.out_bytes] = p.out[p.out_bytes + 1] = static_cast<uint8_t>(code);
   if (p.out_format == PACTS_FORMAT_FP32) {
     reinterpret_cast<uint32_t*>(p.out)[element] = code;
   } else {

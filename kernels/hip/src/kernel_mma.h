@@ -70,13 +70,23 @@ struct MmaShape {
   // Blocks that share a multiprocessor of the H200 (registers, shared memory): the plan's slots.
   // Split kernels: D 256, the raw stages (RawShape) of 5 blocks would pass the 228 KiB; D 64, the
   // fragment decoding needs more than the 168 registers of 3 blocks (ptxas spilled up to 176
-  // bytes).
+  // bytes); D 128, 3 (below).
 #if defined(PACTS_EXPERIMENT_RING)
   static constexpr int kRingBlocks = PACTS_EXPERIMENT_RING;
 #else
   static constexpr int kRingBlocks = 2;
 #endif
-  static constexpr int kBlocksPerSm = kRing ? kRingBlocks : D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? 2 : 3;
+  // Split kernels at D 128: 3 blocks (registers bounded to 168, 3 raw stages of fp8 / e2m1): on
+  // an H100 the formats set took 0.91x the time of 2 blocks (geomean; the multi-part V paths
+  // spill a little, e4m3fnuz per token 2 % slower). Timing experiment only (bench/ variant
+  // split_blocks2): 2 blocks of 4 stages.
+#if defined(PACTS_EXPERIMENT_SPLIT_BLOCKS2)
+  static constexpr int kSplitBlocks = 2;
+#else
+  static constexpr int kSplitBlocks = D == 128 ? 3 : 2;
+#endif
+  static constexpr int kBlocksPerSm =
+      kRing ? kRingBlocks : D == 256 ? (kSplitV ? 4 : 5) : kSplitV ? kSplitBlocks : 3;
   // Timing experiment only (bench/ variant fused_merge, never gated): a split plan's merge in
   // the tile kernel's launch, by the block that finishes a row tile last (merge_if_last), at D 64
   // and 128. On the H200 it made batch 1 2.4x slower than the merge kernel
@@ -119,8 +129,8 @@ struct MmaShape {
 // together (the loads of load_raw8 otherwise), rows padded by 16 bytes so that the fragment reads of a warp hit distinct
 // banks; then the keys' fp32 scales (one per key, or per key and block of 32 for MXFP4, the e8m0
 // byte decoded). The MMA fragments are decoded from there (k_pair, v_elem): nothing decoded is
-// stored. kStages tiles in flight per warp: 2 of 16-bit codes, 4 of fp8 / e2m1 (about the same
-// bytes).
+// stored. kStages tiles in flight per warp: 2 of 16-bit codes, 4 of fp8 / e2m1 (3 at D 128, where
+// 3 blocks share a multiprocessor).
 template <int D, pacts_format kFormat>
 struct RawShape {
   static constexpr int kKeys = 16;
@@ -137,7 +147,11 @@ struct RawShape {
   static constexpr int kScaleFloats = kKeys * kCarry;            // per pool
   static constexpr int kPoolBytes = kKeys * kRowStride;
   static constexpr int kStageBytes = 2 * kPoolBytes + 2 * kScaleFloats * 4;
+#if defined(PACTS_EXPERIMENT_SPLIT_BLOCKS2)
   static constexpr int kStages = kIs16<kFormat> ? 2 : 4;
+#else  // D 128: 3 blocks of 4 stages would pass the 228 KiB
+  static constexpr int kStages = kIs16<kFormat> ? 2 : D == 128 ? 3 : 4;
+#endif
   // Rows of at least 256 bytes move by one bulk copy each where the host allows it (p.raw_bulk):
   // on an H100 that took fp16 at D 128 from 1353 to 969 us (B32 ctx16k, with the fp16 P.V),
   // while 128-byte fp8 rows took 2 % longer and 64-byte MXFP4 rows 9 % (docs/kernel-design.md).
@@ -646,7 +660,7 @@ split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV, kRing>;
   static_assert(!kRing || kNarrow, "the ring: the bf16 kernel's transposed form");
   static_assert(!kBulk || (!kSplitV && !kRing), "bulk rows only: the bf16 kernel's per-warp stages");
-  static_assert(!kNarrow || (!kSplitV && D <= 128), "the transposed form: the bf16 kernel at D <= 128");
+  static_assert(!kNarrow || D <= 128, "the transposed form: D <= 128");
   static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
                 "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
   extern __shared__ float4 smem_raw[];
@@ -828,7 +842,14 @@ split_kv_mma_kernel(const Params p) {
     return tl < last ? slot_entry<S::kKeys>(p, b, tl * S::kKeys, span, lane) : int64_t{-1};
   };
   // S = Q~ K^T for one k-step (16 dims): two N-tiles of 8 keys, K's B fragments in bk.
+  // kNarrow (the split kernels' transposed form): S^T = K Q~^T in sc[0]; K's A fragment holds the
+  // same words as its B fragments (keys g, g + 8 x positions 2 q4.., 2 q4 + 8..), reordered.
   const auto qk_step = [&](int kk, const uint32_t (&bk)[4], float (&sc)[2][4]) {
+    if constexpr (kNarrow) {
+      const uint32_t ka[4] = {bk[0], bk[2], bk[1], bk[3]};
+      gpu::mma_bf16_16816(sc[0], ka, qb[kk][0], qb[kk][1]);
+      return;
+    }
     const int qk = S::kQInRegisters ? kk : 0;
     if constexpr (!S::kQInRegisters) gpu::ldmatrix_x4(qa[0], &q_smem[swz<D>(q_row, 2 * kk + q_chunk)]);
     gpu::mma_bf16_16816(sc[0], qa[qk], bk[0], bk[1]);
@@ -887,7 +908,10 @@ split_kv_mma_kernel(const Params p) {
   // s_q = (P[2q] + P[2q + 1]) + (P[2q + 8] + P[2q + 9]), and lane g holds keys g and g + 8, so
   // xor 4 pairs keys 2q and 2q + 1, xor 8 and 16 pair the s_q. P^T for P.V: pb[hk] holds keys
   // 8 hk + 2 q4 + {0, 1} of row g (B fragments), from the C layout by movmatrix.
-  const auto softmax_step_t = [&](const float (&st)[4], int64_t t0, uint32_t (&pb)[2]) {
+  // pb[2] and pb[3] keep the words before the transposes (P of keys g, g + 8 for rows 2 q4..,
+  // the tiny path's). On the fp16 P.V path (kPvF16) P enters as fp16 of P * 2^15, as in
+  // softmax_step.
+  const auto softmax_step_t = [&](const float (&st)[4], int64_t t0, uint32_t (&pb)[4]) {
     float pv[4];
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -900,7 +924,7 @@ split_kv_mma_kernel(const Params p) {
       for (int hk = 0; hk < 2; ++hk) {
         const int col = g + 8 * hk;
         in[hk] = col >= ja && col < jb;
-        sv[hk] = st[2 * hk + e] * logit_down[e];
+        sv[hk] = (kKLogit ? st[2 * hk + e] * k_logit : st[2 * hk + e]) * logit_down[e];
         if (in[hk] && p.softcap > 0.0f) sv[hk] = common::soft_cap(sv[hk], p.softcap);
         if (in[hk]) tile_max = common::max_finite(tile_max, sv[hk]);
       }
@@ -927,8 +951,15 @@ split_kv_mma_kernel(const Params p) {
       pv[e] = pk[0];
       pv[2 + e] = pk[1];
     }
-    pb[0] = gpu::movmatrix_trans(gpu::pack_bf16x2_rn(pv[0], pv[1]));  // keys 0-7
-    pb[1] = gpu::movmatrix_trans(gpu::pack_bf16x2_rn(pv[2], pv[3]));  // keys 8-15
+    if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {
+      pb[2] = gpu::pack_f16x2_rn(pv[0] * kPvF16Up, pv[1] * kPvF16Up);
+      pb[3] = gpu::pack_f16x2_rn(pv[2] * kPvF16Up, pv[3] * kPvF16Up);
+    } else {
+      pb[2] = gpu::pack_bf16x2_rn(pv[0], pv[1]);
+      pb[3] = gpu::pack_bf16x2_rn(pv[2], pv[3]);
+    }
+    pb[0] = gpu::movmatrix_trans(pb[2]);  // keys 0-7
+    pb[1] = gpu::movmatrix_trans(pb[3]);  // keys 8-15
   };
 
   if constexpr (kRing) {
@@ -985,7 +1016,7 @@ split_kv_mma_kernel(const Params p) {
           gpu::ldmatrix_x4(ka, kt + (lane % 16) * S::kRowPad + (2 * kk + lane / 16) * 8);
           gpu::mma_bf16_16816(st, ka, qb[kk][0], qb[kk][1]);
         }
-        uint32_t pb[2];
+        uint32_t pb[4];
         softmax_step_t(st, (first + k) * S::kKeys, pb);
 #pragma unroll
         for (int m = 0; m < kAccTiles; ++m) {
@@ -1064,7 +1095,7 @@ split_kv_mma_kernel(const Params p) {
           gpu::ldmatrix_x4(ka, kt + (lane % 16) * S::kRowPad + (2 * kk + lane / 16) * 8);
           gpu::mma_bf16_16816(st, ka, qb[kk][0], qb[kk][1]);
         }
-        uint32_t pb[2];
+        uint32_t pb[4];
         softmax_step_t(st, tile * S::kKeys, pb);
         // O^T += V^T P^T: V^T's A fragments by ldmatrix.trans (dims 16 m.., keys 0-7 then 8-15).
         const int va_row = lane % 8 + (lane / 16) * 8, va_chunk = (lane / 8) % 2;
@@ -1242,8 +1273,10 @@ split_kv_mma_kernel(const Params p) {
           }
         }
       }
+      // kNarrow: pa holds P^T's B fragments (pa[0], pa[1]) and the words before the transposes.
       uint32_t pa[4];
-      softmax_step(sc, tile * S::kKeys, pa);
+      if constexpr (kNarrow) softmax_step_t(sc[0], tile * S::kKeys, pa);
+      else softmax_step(sc, tile * S::kKeys, pa);
 
       // acc += P V (split_v_dim's order): the lane's B fragment values are keys 2 q4, 2 q4 + 1
       // (b0) and 2 q4 + 8, 2 q4 + 9 (b1) of dim g * D / 8 + n for N-tile n, fed as their parts in
@@ -1254,7 +1287,28 @@ split_kv_mma_kernel(const Params p) {
       const auto pv_step = [&](auto parts_c, auto tiny_c) -> bool {
         constexpr int kParts = decltype(parts_c)::value;
         constexpr bool kTinyTest = decltype(tiny_c)::value;
+        static_assert(!kNarrow || kParts == 1 || kPvF16<kFormat, kSplitV, kVCodes>,
+                      "the transposed form: V as one part");
         bool tiny = false;
+        // N-tile n's B fragment words (b0: keys 2 q4, 2 q4 + 1; b1: + 8, + 9; column g) into the
+        // product. kNarrow: N-tiles 2 m and 2 m + 1 are rows g and g + 8 of V^T's A fragment for
+        // M-tile m (the same words), held until the second arrives; O^T += V^T P^T.
+        uint32_t held[2] = {0u, 0u};
+        const auto feed = [&](int n, uint32_t b0, uint32_t b1, auto f16_c) {
+          constexpr bool kF16 = decltype(f16_c)::value;
+          if constexpr (kNarrow) {
+            if (n % 2 == 0) {
+              held[0] = b0, held[1] = b1;
+              return;
+            }
+            const uint32_t a[4] = {held[0], b0, held[1], b1};
+            if constexpr (kF16) gpu::mma_f16_16816(acc[n / 2], a, pa[0], pa[1]);
+            else gpu::mma_bf16_16816(acc[n / 2], a, pa[0], pa[1]);
+          } else {
+            if constexpr (kF16) gpu::mma_f16_16816(acc[n], pa, b0, b1);
+            else gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+          }
+        };
         using Seg = SplitSegment<kFormat, D / 8>;
         const int vd0 = v_segment<D>(g);
         const int vkey[4] = {2 * q4, 2 * q4 + 1, 2 * q4 + 8, 2 * q4 + 9};
@@ -1294,7 +1348,7 @@ split_kv_mma_kernel(const Params p) {
                 const bool high = e % 2 == 1;
                 const uint32_t b0 = mx_pair_halves(out[0][e / 2], out[1][e / 2], high);
                 const uint32_t b1 = mx_pair_halves(out[2][e / 2], out[3][e / 2], high);
-                gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+                feed(n, b0, b1, std::false_type{});
               }
             }
           }
@@ -1311,7 +1365,7 @@ split_kv_mma_kernel(const Params p) {
                                                            segment_code<kFormat>(w[1], i));
                 const uint32_t b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i),
                                                            segment_code<kFormat>(w[3], i));
-                gpu::mma_f16_16816(acc[n], pa, b0, b1);
+                feed(n, b0, b1, std::true_type{});
                 continue;
               }
               float v[4];
@@ -1341,7 +1395,7 @@ split_kv_mma_kernel(const Params p) {
                 }
                 b0 = gpu::pack_bf16x2_rn(v[0], v[1]);
                 b1 = gpu::pack_bf16x2_rn(v[2], v[3]);
-                gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+                feed(n, b0, b1, std::false_type{});
               }
             }
           }
@@ -1368,21 +1422,33 @@ split_kv_mma_kernel(const Params p) {
       // Tiny V elements: acc += P t on the CUDA cores with the same bf16 P, in a fixed order over
       // the tile's keys (rare: a warp vote). P goes through the warp's P tile.
       if (PACTS_ANY(tiny)) {
+        if constexpr (kNarrow) {
 #pragma unroll
-        for (int x = 0; x < 4; ++x) {  // pa[x]: row g + 8 (x % 2), keys 8 (x / 2) + 2 q4 + {0, 1}
-          const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
-          pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
-          pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
+          for (int x = 0; x < 2; ++x) {  // pa[2 + x]: key g + 8 x, rows 2 q4 + {0, 1}
+            const int at = 2 * q4 * S::kKeys + g + 8 * x;
+            pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[2 + x] & 0xFFFFu));
+            pt[at + S::kKeys] = common::bf16_to_float(static_cast<uint16_t>(pa[2 + x] >> 16));
+          }
+        } else {
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {  // pa[x]: row g + 8 (x % 2), keys 8 (x / 2) + 2 q4 + {0, 1}
+            const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
+            pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
+            pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
+          }
         }
         PACTS_WARP_SYNC();
         // A loop over the N-tiles (code and registers of one), each adding its sums through an
         // unrolled sweep of predicated adds (acc is indexed by constants: it stays in registers).
+        // kNarrow: the accumulator's tiles are O^T's (kAccTiles), element x of tile n at row
+        // 2 q4 + x % 2 and dim split_v_dim(2 n + x / 2, g).
 #pragma unroll 1
-        for (int n = 0; n < S::kDTiles; ++n) {
+        for (int n = 0; n < kAccTiles; ++n) {
           float add[4];
 #pragma unroll
           for (int x = 0; x < 4; ++x) {
-            const int r = g + 8 * (x / 2), d = split_v_dim<D>(n, 2 * q4 + x % 2);
+            const int r = kNarrow ? 2 * q4 + x % 2 : g + 8 * (x / 2);
+            const int d = kNarrow ? split_v_dim<D>(2 * n + x / 2, g) : split_v_dim<D>(n, 2 * q4 + x % 2);
             float sum = 0.0f;
 #pragma unroll 1
             for (int k = 0; k < S::kKeys; ++k) {
@@ -1393,7 +1459,7 @@ split_kv_mma_kernel(const Params p) {
             add[x] = sum;
           }
 #pragma unroll
-          for (int m = 0; m < S::kDTiles; ++m)
+          for (int m = 0; m < kAccTiles; ++m)
 #pragma unroll
             for (int x = 0; x < 4; ++x)
               if (m == n) acc[m][x] += add[x];
@@ -1408,12 +1474,14 @@ split_kv_mma_kernel(const Params p) {
 
   typename Smem::Final& fin = sm.u.fin;
   if (kRing && warp == S::kWarps) {  // the producer holds no state
-  } else if constexpr (kNarrow) {  // O^T: dim 16 m + g + 8 (x / 2), row 2 q4 + x % 2 (rows 0-7 only)
+  } else if constexpr (kNarrow) {  // O^T: row 2 q4 + x % 2 (rows 0-7 only); N-tile 2 m + x / 2,
+                                   // column g: dim 16 m + g + 8 (x / 2), or split_v_dim's
 #pragma unroll
     for (int m = 0; m < kAccTiles; ++m)
 #pragma unroll
       for (int x = 0; x < 4; ++x)
-        fin.acc[warp][(2 * q4 + x % 2) * D + 16 * m + g + 8 * (x / 2)] = acc[m][x];
+        fin.acc[warp][(2 * q4 + x % 2) * D +
+                      (kSplitV ? split_v_dim<D>(2 * m + x / 2, g) : 16 * m + g + 8 * (x / 2))] = acc[m][x];
   } else {
 #pragma unroll
     for (int n = 0; n < S::kDTiles; ++n)

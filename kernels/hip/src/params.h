@@ -67,6 +67,7 @@ struct Params {
   // there and the last merges (src/kernel.h merge_if_last). Zeroed by decode() before the launch.
   uint32_t* ws_count = nullptr;
   uint32_t* error_word = nullptr;
+  uint64_t out_bytes = 0;  // the output view's bytes (the mutant hip_out_past_end only)
 };
 
 }  // namespace pacts::kernels::hip::detail

@@ -179,6 +179,108 @@ void check_pv(uint32_t seed, pacts_nibble_order order) {
     }
 }
 
+// The transposed form (kNarrow in src/kernel_mma.h, items of at most 8 rows): S^T = K Q~^T with
+// K as the A operand, O^T += V^T P^T with V^T as the A operand, fed with the same words as the
+// 16-row form. A fragment register r of lane (g, q4) holds A[g + 8 (r % 2)][2 q4 + 8 (r / 2) + e]
+// (PTX); the kernel's K fragment is {bk[0], bk[2], bk[1], bk[3]} of the 16-row form's bk[2 h + f]
+// (key g + 8 h, positions k_segment_elem(kk, f)), and V^T's for M-tile m is {b0(2 m), b0(2 m + 1),
+// b1(2 m), b1(2 m + 1)} of N-tiles 2 m and 2 m + 1. C register x of M-tile m is stored at row
+// 2 q4 + x % 2, dim split_v_dim(2 m + x / 2, g).
+constexpr int kRowsT = 8;
+
+template <int D, pacts_format F>
+void check_qk_transposed(uint32_t seed, pacts_nibble_order order) {
+  std::mt19937 rng(seed);
+  std::vector<RawRow> k(kKeys);
+  for (RawRow& r : k) r = make_row<F>(D, rng, order);
+  std::vector<std::vector<double>> q(kRowsT, std::vector<double>(D));
+  for (auto& r : q)
+    for (double& x : r) x = static_cast<int>(rng() % 17) - 8;
+  std::vector<std::vector<double>> placed(kRowsT, std::vector<double>(D));
+  for (int r = 0; r < kRowsT; ++r)
+    for (int at = 0; at < D; ++at) placed[r][at] = q[r][split_k_dim<D>(at / 16, at % 16)];
+  double st[kKeys][kRowsT] = {};
+  for (int kk = 0; kk < D / 16; ++kk) {
+    double a[16][16];
+    int filled[16][16] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane / 4, q4 = lane % 4;
+      const int from[4] = {0, 2, 1, 3};  // ka[r] = bk[from[r]]
+      for (int r = 0; r < 4; ++r) {
+        const int h = from[r] / 2, f = from[r] % 2;  // bk[2 h + f]: key g + 8 h, b0 / b1
+        for (int e = 0; e < 2; ++e) {
+          const int row = g + 8 * (r % 2), col = 2 * q4 + 8 * (r / 2) + e;
+          a[row][col] = segment_elem<F>(k[g + 8 * h], k_segment<D>(q4), D / 4,
+                                        k_segment_elem(kk, f) + e, order);
+          ++filled[row][col];
+        }
+      }
+    }
+    for (int row = 0; row < 16; ++row)
+      for (int col = 0; col < 16; ++col) ASSERT_EQ(filled[row][col], 1) << "A[" << row << "][" << col << "]";
+    // B = Q~^T (positions 16 kk.. of rows 0-7).
+    for (int key = 0; key < kKeys; ++key)
+      for (int r = 0; r < kRowsT; ++r)
+        for (int kidx = 0; kidx < 16; ++kidx) st[key][r] += a[key][kidx] * placed[r][16 * kk + kidx];
+  }
+  for (int r = 0; r < kRowsT; ++r)
+    for (int key = 0; key < kKeys; ++key) {
+      double want = 0;
+      for (int d = 0; d < D; ++d) want += q[r][d] * k[key].value[d];
+      ASSERT_EQ(st[key][r], want) << "D " << D << " row " << r << " key " << key;
+    }
+}
+
+template <int D, pacts_format F>
+void check_pv_transposed(uint32_t seed, pacts_nibble_order order) {
+  std::mt19937 rng(seed);
+  std::vector<RawRow> v(kKeys);
+  for (RawRow& r : v) r = make_row<F>(D, rng, order);
+  double p[kRowsT][kKeys];
+  for (auto& r : p)
+    for (double& x : r) x = static_cast<int>(rng() % 9) / 8.0;
+  std::vector<std::vector<double>> out(kRowsT, std::vector<double>(D, 0.0));
+  std::vector<std::vector<int>> stored(kRowsT, std::vector<int>(D, 0));
+  for (int m = 0; m < D / 16; ++m) {
+    double a[16][16];
+    int filled[16][16] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane / 4, q4 = lane % 4;
+      // b0(n): keys 2 q4, 2 q4 + 1; b1(n): keys 2 q4 + 8, 2 q4 + 9; element n of the segment.
+      const auto b = [&](int n, int half, int e) {
+        return segment_elem<F>(v[2 * q4 + 8 * half + e], v_segment<D>(g), D / 8, n, order);
+      };
+      const int n_of[4] = {2 * m, 2 * m + 1, 2 * m, 2 * m + 1}, half_of[4] = {0, 0, 1, 1};
+      for (int r = 0; r < 4; ++r)
+        for (int e = 0; e < 2; ++e) {
+          const int row = g + 8 * (r % 2), col = 2 * q4 + 8 * (r / 2) + e;
+          a[row][col] = b(n_of[r], half_of[r], e);
+          ++filled[row][col];
+        }
+    }
+    for (int row = 0; row < 16; ++row)
+      for (int col = 0; col < 16; ++col) ASSERT_EQ(filled[row][col], 1);
+    for (int lane = 0; lane < 32; ++lane) {  // C of O^T: rows g, g + 8 (dims); columns 2 q4 + e
+      const int g = lane / 4, q4 = lane % 4;
+      for (int x = 0; x < 4; ++x) {
+        const int row = g + 8 * (x / 2), col = 2 * q4 + x % 2;
+        double acc = 0;
+        for (int kidx = 0; kidx < 16; ++kidx) acc += a[row][kidx] * p[col][kidx];  // B = P^T
+        const int dim = split_v_dim<D>(2 * m + x / 2, g);
+        out[col][dim] += acc;
+        ++stored[col][dim];
+      }
+    }
+  }
+  for (int r = 0; r < kRowsT; ++r)
+    for (int d = 0; d < D; ++d) {
+      ASSERT_EQ(stored[r][d], 1) << "row " << r << " dim " << d;
+      double want = 0;
+      for (int key = 0; key < kKeys; ++key) want += p[r][key] * v[key].value[d];
+      ASSERT_EQ(out[r][d], want) << "D " << D << " row " << r << " dim " << d;
+    }
+}
+
 template <int D>
 void check_orders_are_bijections() {
   std::vector<int> k_seen(D, 0), v_seen(D, 0);
@@ -233,6 +335,21 @@ TEST(SplitOrder, PVThroughTheLanesSegmentsIsExact) {
   check_pv<64, PACTS_FORMAT_FP16>(16, PACTS_NIBBLE_LOW_FIRST);
   check_pv<128, PACTS_FORMAT_FP16>(17, PACTS_NIBBLE_LOW_FIRST);
   check_pv<256, PACTS_FORMAT_FP16>(18, PACTS_NIBBLE_LOW_FIRST);
+}
+
+TEST(SplitOrder, TransposedFormThroughTheSameWordsIsExact) {
+  for (pacts_nibble_order o : {PACTS_NIBBLE_LOW_FIRST, PACTS_NIBBLE_HIGH_FIRST}) {
+    check_qk_transposed<64, PACTS_FORMAT_E2M1>(19, o);
+    check_qk_transposed<128, PACTS_FORMAT_E2M1>(20, o);
+    check_pv_transposed<64, PACTS_FORMAT_E2M1>(21, o);
+    check_pv_transposed<128, PACTS_FORMAT_E2M1>(22, o);
+  }
+  check_qk_transposed<64, PACTS_FORMAT_E4M3FN>(23, PACTS_NIBBLE_LOW_FIRST);
+  check_qk_transposed<128, PACTS_FORMAT_E4M3FN>(24, PACTS_NIBBLE_LOW_FIRST);
+  check_pv_transposed<64, PACTS_FORMAT_E4M3FN>(25, PACTS_NIBBLE_LOW_FIRST);
+  check_pv_transposed<128, PACTS_FORMAT_E4M3FN>(26, PACTS_NIBBLE_LOW_FIRST);
+  check_qk_transposed<128, PACTS_FORMAT_FP16>(27, PACTS_NIBBLE_LOW_FIRST);
+  check_pv_transposed<128, PACTS_FORMAT_FP16>(28, PACTS_NIBBLE_LOW_FIRST);
 }
 
 }  // namespace
