@@ -122,6 +122,32 @@ std::optional<Outcome> run_failed(const Observed& o, const char* what) {
                        o.run.status.to_string());
 }
 
+namespace {
+// The elements outside their bounds: a Fail names the worst of them (the largest error/bound
+// ratio, NaN counted as infinite) and says how many there were.
+struct Misses {
+  size_t count = 0;
+  double ratio = -1;
+  std::string worst;
+  template <typename Describe>
+  void add(double r, Describe describe) {
+    ++count;
+    const double key = std::isnan(r) ? INFINITY : r;
+    if (key > ratio) {
+      ratio = key;
+      worst = describe();
+    }
+  }
+  Outcome outcome(double worst_pass) const {
+    if (count == 0) return Outcome::pass(worst_pass);
+    return Outcome::fail(worst + (count > 1 ? " (the worst of " + std::to_string(count) +
+                                                   " elements outside their bounds)"
+                                            : std::string()),
+                         ratio);
+  }
+};
+}  // namespace
+
 Outcome within_tolerance(const Backend& backend, const pacts_problem& p, const Observed& got,
                          const reference::Output& ref) {
   return within_tolerance(backend.profile(), p, got, ref);
@@ -131,29 +157,35 @@ Outcome within_tolerance(const spec::NumericsProfile& prof, const pacts_problem&
                          const Observed& got, const reference::Output& ref) {
   const size_t D = static_cast<size_t>(p.head_dim);
   double worst = 0;
+  Misses misses;
   for (size_t e = 0; e < got.out_values.size(); ++e) {
     const size_t row = e / D;
     const double r = ref.row_invalid[row] ? NAN : ref.out[e];
     const double bound = spec::output_bound(prof, p, reference::bound_inputs(ref, row, e), r);
     double ratio = 0;
-    if (!spec::within_bound(got.out_values[e], r, bound, &ratio))
-      return Outcome::fail(element_name(p, e, false) + " = " + fmt(got.out_values[e]) +
-                               ", reference " + fmt(r) + ", bound " + fmt(bound) + " (" +
-                               std::to_string(ref.visible[row]) + " visible keys)",
-                           ratio);
+    if (!spec::within_bound(got.out_values[e], r, bound, &ratio)) {
+      misses.add(ratio, [&] {
+        return element_name(p, e, false) + " = " + fmt(got.out_values[e]) + ", reference " + fmt(r) +
+               ", bound " + fmt(bound) + " (" + std::to_string(ref.visible[row]) + " visible keys)";
+      });
+      continue;
+    }
     worst = std::fmax(worst, ratio);
   }
   for (size_t row = 0; row < got.lse_values.size(); ++row) {
     const double r = ref.row_invalid[row] ? NAN : ref.lse[row];
     const double bound = spec::lse_bound(prof, p, reference::bound_inputs(ref, row, row * D), r);
     double ratio = 0;
-    if (!spec::within_bound(got.lse_values[row], r, bound, &ratio))
-      return Outcome::fail(element_name(p, row, true) + " = " + fmt(got.lse_values[row]) +
-                               ", reference " + fmt(r) + ", bound " + fmt(bound),
-                           ratio);
+    if (!spec::within_bound(got.lse_values[row], r, bound, &ratio)) {
+      misses.add(ratio, [&] {
+        return element_name(p, row, true) + " = " + fmt(got.lse_values[row]) + ", reference " +
+               fmt(r) + ", bound " + fmt(bound);
+      });
+      continue;
+    }
     worst = std::fmax(worst, ratio);
   }
-  return Outcome::pass(worst);
+  return misses.outcome(worst);
 }
 
 Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const Observed& a,
@@ -161,6 +193,7 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const 
   const spec::NumericsProfile& prof = backend.profile();
   const size_t D = static_cast<size_t>(p.head_dim);
   double worst = 0;
+  Misses misses;
   for (size_t e = 0; e < a.out_values.size(); ++e) {
     const size_t row = e / D;
     const double r = ref.row_invalid[row] ? NAN : ref.out[e];
@@ -169,10 +202,13 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const 
     // b stands in for the reference: same class rules, twice the bound.
     const bool ok = std::isnan(r) ? std::isnan(a.out_values[e]) && std::isnan(b.out_values[e])
                                   : spec::within_bound(a.out_values[e], b.out_values[e], bound, &ratio);
-    if (!ok)
-      return Outcome::fail(element_name(p, e, false) + ": " + fmt(a.out_values[e]) + " vs " +
-                               fmt(b.out_values[e]) + ", allowed " + fmt(bound),
-                           ratio);
+    if (!ok) {
+      misses.add(std::isnan(r) ? INFINITY : ratio, [&] {
+        return element_name(p, e, false) + ": " + fmt(a.out_values[e]) + " vs " +
+               fmt(b.out_values[e]) + ", allowed " + fmt(bound);
+      });
+      continue;
+    }
     worst = std::fmax(worst, ratio);
   }
   for (size_t row = 0; row < a.lse_values.size() && row < b.lse_values.size(); ++row) {
@@ -181,13 +217,16 @@ Outcome within_two_bounds(const Backend& backend, const pacts_problem& p, const 
     double ratio = 0;
     const bool ok = std::isnan(r) ? std::isnan(a.lse_values[row]) && std::isnan(b.lse_values[row])
                                   : spec::within_bound(a.lse_values[row], b.lse_values[row], bound, &ratio);
-    if (!ok)
-      return Outcome::fail(element_name(p, row, true) + ": " + fmt(a.lse_values[row]) + " vs " +
-                               fmt(b.lse_values[row]) + ", allowed " + fmt(bound),
-                           ratio);
+    if (!ok) {
+      misses.add(std::isnan(r) ? INFINITY : ratio, [&] {
+        return element_name(p, row, true) + ": " + fmt(a.lse_values[row]) + " vs " +
+               fmt(b.lse_values[row]) + ", allowed " + fmt(bound);
+      });
+      continue;
+    }
     worst = std::fmax(worst, ratio);
   }
-  return Outcome::pass(worst);
+  return misses.outcome(worst);
 }
 
 Outcome same_bits(const Observed& a, const Observed& b, const std::string& what) {

@@ -1349,6 +1349,39 @@ TEST_F(JudgeWritten, ReferenceResultsPassNaNAndOffByOneFail) {
   EXPECT_GT(fp32_fails, 0) << "the fp32 bound never caught the off-by-one mask";
 }
 
+// A Fail names the worst element outside its bound, not the first one met, and counts them.
+// Planted: with only the first element wrong the ratio is that element's; with a far worse one
+// after it, the outcome's ratio and message are the later element's.
+TEST_F(JudgeWritten, AFailNamesTheWorstElementNotTheFirst) {
+  TempDir dir;
+  auto reference = make_reference_backend();
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    const CaseData c = make_case(random_shape(seed * 7, 2000), seed);
+    const CaseData good = write(*reference, c, dir / ("w" + std::to_string(seed)));
+    const reference::Output ref = reference_answer(c);
+    const Observed o = observe_written(good);
+    const size_t D = static_cast<size_t>(c.problem.head_dim);
+    std::vector<size_t> finite;
+    for (size_t e = 0; e < o.out_values.size(); ++e)
+      if (!ref.row_invalid[e / D] && std::isfinite(ref.out[e])) finite.push_back(e);
+    if (finite.size() < 2) continue;
+    const size_t first = finite.front(), last = finite.back();
+    Observed one = o;
+    one.out_values[first] = ref.out[first] + 1.0 + std::fabs(ref.out[first]);
+    const Outcome first_only = within_tolerance(spec::fp32_profile(), c.problem, one, ref);
+    ASSERT_EQ(first_only.verdict, Verdict::kFail) << "seed " << seed;
+    EXPECT_EQ(first_only.detail.find("the worst of"), std::string::npos) << first_only.detail;
+    Observed two = one;
+    two.out_values[last] = ref.out[last] + 1e6 * (1.0 + std::fabs(ref.out[last]));
+    const Outcome both = within_tolerance(spec::fp32_profile(), c.problem, two, ref);
+    ASSERT_EQ(both.verdict, Verdict::kFail);
+    EXPECT_GT(both.worst_ratio, first_only.worst_ratio) << both.detail;
+    EXPECT_NE(both.detail.find("the worst of 2 elements"), std::string::npos) << both.detail;
+    return;
+  }
+  FAIL() << "no seed gave a case with two finite output elements";
+}
+
 TEST_F(JudgeWritten, RefusesMissingAndMisshapenResults) {
   TempDir dir;
   CaseShape s = random_shape(3);
