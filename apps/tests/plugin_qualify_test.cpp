@@ -664,9 +664,10 @@ TEST(QualifyReport, ACrashingPluginFailsACaseAndTheReportIsWritten) {
   EXPECT_EQ(b["results"][1]["verdict"], "Pass") << b["results"][1].dump(2);
 }
 
-// Plugins that hang, call exit(0), write past out or read past k, isolated in pacts-child (the
-// default): each gets its verdict (Timeout, Crash, Fail or Crash naming the buffer), the run
-// completes and the report is written, not qualified.
+// Plugins that hang, are slow (3 s a call against a 1 s limit), call exit(0), overflow their own
+// heap, write past out or read past k, isolated in pacts-child (the default): each gets its
+// verdict (Timeout, Crash, Fail or Crash naming the buffer), the run completes and the report is
+// written, not qualified.
 TEST(QualifyReport, MisbehavingPluginsGetTheirVerdictAndTheReportIsWritten) {
   struct Planted {
     const char* name;
@@ -676,6 +677,8 @@ TEST(QualifyReport, MisbehavingPluginsGetTheirVerdictAndTheReportIsWritten) {
   };
   setenv("PACTS_EXEC_TIMEOUT_S", "1", 1);  // the hang: every call of its cases times out
   for (const Planted& p : {Planted{"hang", PACTS_PLUGIN_HANG, {"Timeout"}, "timed out"},
+                           Planted{"slow", PACTS_PLUGIN_SLOW, {"Timeout"}, "timed out"},
+                           Planted{"heap-overflow", PACTS_PLUGIN_HEAP_OVERFLOW, {"Crash"}, "crashed"},
                            Planted{"exit", PACTS_PLUGIN_EXIT, {"Crash"}, "crashed: exit status 0"},
                            Planted{"write-past-out", PACTS_PLUGIN_WRITE_PAST_OUT, {"Fail", "Crash"},
                                    "out: "},

@@ -223,9 +223,19 @@ void run(pacts_backend_instance* self, const pacts_problem* problem, const pacts
 #endif
   guarded(result, [&] { run_plan(self, problem, buffers, nullptr, 0, hint, result); });
   // Planted misbehaviour of a plugin (tests of the isolation, apps/tests/plugin_qualify_test.cpp):
-  // a hang, exit(0), a write 8 bytes past out, a read 64 KiB past k, each after computing.
+  // a hang, a slow call (3 s), exit(0), a heap overflow of its own (64 MiB written from a 64-byte
+  // block, into whatever follows it), a write 8 bytes past out, a read 64 KiB past k, each after
+  // computing.
 #if defined(PACTS_PLUGIN_HANG)
   std::this_thread::sleep_for(std::chrono::hours(1));
+#elif defined(PACTS_PLUGIN_SLOW)
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+#elif defined(PACTS_PLUGIN_HEAP_OVERFLOW)
+  if (auto* block = static_cast<uint8_t*>(std::malloc(64))) {
+    volatile uint8_t* p = block;
+    for (size_t i = 0; i < (size_t{64} << 20); ++i) p[i] = 0x42;
+    std::free(block);
+  }
 #elif defined(PACTS_PLUGIN_EXIT)
   std::exit(0);
 #elif defined(PACTS_PLUGIN_WRITE_PAST_OUT)
