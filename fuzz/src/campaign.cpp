@@ -315,19 +315,25 @@ CampaignOutcome run_campaign(const CampaignOptions& o, std::FILE* log) {
                   std::to_string(id.shard.index) + "/" + std::to_string(id.shard.count) +
                   " case " + std::to_string(id.index) + ": " + f.detail;
     file.spec = shrunk.minimal;
-    if (spec::Status s = pc::write_case_file((out / f.case_file).string(), file); !s)
-      std::fprintf(log, "pacts-fuzz: cannot save %s: %s\n", f.case_file.c_str(),
-                   s.to_string().c_str());
+    std::string not_saved;  // why the case file could not be written (a full disk, ...)
+    if (spec::Status s = pc::write_case_file((out / f.case_file).string(), file); !s) {
+      not_saved = s.to_string();
+      std::fprintf(log, "pacts-fuzz: cannot save %s: %s\n", f.case_file.c_str(), not_saved.c_str());
+    }
     // One line per distinct failure, as found: survives a campaign killed without a summary.
     std::ofstream(out / "failures.jsonl", std::ios::app)
         << nlohmann::json{{"signature", sig}, {"property", p.id}, {"backend", f.backend},
-                          {"case_file", f.case_file}, {"detail", f.detail}}.dump()
+                          {"case_file", f.case_file}, {"saved", not_saved.empty()},
+                          {"detail", f.detail}}.dump()
         << "\n";
-    std::fprintf(log, "\npacts-fuzz: %s %s on %s (case %lld, shrunk in %d steps): %s\n"
-                      "  minimal: %s\n  saved:   %s\n  replay:  pacts-fuzz replay %s\n",
+    std::fprintf(log, "\npacts-fuzz: %s %s on %s (case %lld, shrunk in %d steps): %s\n  minimal: %s\n",
                  p.id.c_str(), f.verdict.c_str(), f.backend.c_str(),
-                 static_cast<long long>(id.index), shrunk.steps, f.detail.c_str(),
-                 f.minimal.c_str(), (out / f.case_file).c_str(), (out / f.case_file).c_str());
+                 static_cast<long long>(id.index), shrunk.steps, f.detail.c_str(), f.minimal.c_str());
+    if (not_saved.empty())
+      std::fprintf(log, "  saved:   %s\n  replay:  pacts-fuzz replay %s\n", (out / f.case_file).c_str(),
+                   (out / f.case_file).c_str());
+    else
+      std::fprintf(log, "  not saved: %s (no case file to replay)\n", not_saved.c_str());
     sh.by_signature[sig] = sh.failures.size();
     sh.failures.push_back(std::move(f));
   };

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -595,6 +597,41 @@ void expect_listed(const nlohmann::json& m, const fs::path& merged, const std::v
 }
 
 }  // namespace
+
+// A failure found on a full disk: its case file cannot be written, and the log says so ("not
+// saved" and why) instead of printing a "saved:" path and a replay command for a file that does
+// not exist. --out on a small tmpfs filled before the campaign; skipped (with the reason) where
+// the test cannot mount one.
+TEST(FuzzCampaign, AFullDiskSaysTheCaseFileIsNotSaved) {
+  const fs::path out = fresh_dir("full_disk");
+  fs::create_directories(out);
+  if (mount("tmpfs", out.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "no tmpfs could be mounted at " << out << ": " << std::strerror(errno);
+  struct Unmount {
+    fs::path at;
+    ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+  } unmount{out};
+  {  // every byte the file system has left, taken
+    std::FILE* fill = std::fopen((out / "filler").c_str(), "wb");
+    ASSERT_NE(fill, nullptr);
+    const std::vector<char> chunk(4096, 'x');
+    while (std::fwrite(chunk.data(), 1, chunk.size(), fill) == chunk.size() && std::fflush(fill) == 0) {
+    }
+    std::fclose(fill);
+  }
+  const fs::path log = out.parent_path() / "full_disk.log";
+  // No checkpoint summary (--checkpoint-interval 0): the first write is the failure's case file.
+  const int code = run_binary({"run", "--backend", "host+v_tail_leak", "--properties", "POISON-1",
+                               "--cases", "2", "--jobs", "1", "--seed", std::to_string(kSeed),
+                               "--shrink-steps", "2", "--checkpoint-interval", "0", "--out",
+                               out.string()},
+                              log.string());
+  const std::string text = read_text(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("not saved:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("saved:   "), std::string::npos) << text;
+  EXPECT_TRUE(case_files_in(out).empty()) << text;
+}
 
 // A shard killed with SIGKILL before any summary (--checkpoint-interval 0), and the same shard's
 // folder with a stale checkpoint summary (naming none of its case files) or a partial one: merge
