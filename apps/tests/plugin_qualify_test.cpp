@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -701,6 +702,32 @@ TEST(QualifyReport, MisbehavingPluginsGetTheirVerdictAndTheReportIsWritten) {
     EXPECT_NE(r.dump().find(p.words), std::string::npos) << p.name << ": " << r.dump(2);
   }
   unsetenv("PACTS_EXEC_TIMEOUT_S");
+}
+
+// The run's time limit (spec/process.md §5): a slow plugin (3 s a call) under a 4 s limit gets
+// Timeout verdicts naming the limit once it is spent, and pacts-qualify finishes its report in
+// seconds instead of waiting on every call.
+TEST(QualifyReport, ASlowPluginIsStoppedByTheRunsTimeLimit) {
+  setenv("PACTS_EXEC_TIMEOUT_S", "30", 1);
+  setenv("PACTS_EXEC_RUN_LIMIT_S", "4", 1);
+  const fs::path dir = scratch("planted-slow-run-limit");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Exit e = run_qualify("--backend none --backend-lib " + std::string(PACTS_PLUGIN_SLOW) +
+                                 " --property PACTS-ACC-1 --property PACTS-META-2 --cases 3"
+                                 " --bench-sets none --seed 20261129 --out " + (dir / "report").string(),
+                             dir);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("PACTS_EXEC_RUN_LIMIT_S");
+  unsetenv("PACTS_EXEC_TIMEOUT_S");
+  EXPECT_EQ(e.code, 1) << e.output;
+  EXPECT_LT(seconds, 25.0) << e.output;  // without the limit: 3 s for each of the many calls
+  ASSERT_TRUE(fs::exists(dir / "report" / "report.json")) << e.output;
+  const json j = json::parse(read_text(dir / "report" / "report.json"));
+  EXPECT_FALSE(j["qualified"].get<bool>());
+  int limited = 0;
+  for (const json& r : j["backends"][0]["results"])
+    if (r["verdict"] == "Timeout" && r.dump().find("PACTS_EXEC_RUN_LIMIT_S") != std::string::npos) ++limited;
+  EXPECT_EQ(limited, 2) << j["backends"][0]["results"].dump(2);
 }
 
 TEST(QualifyReport, RefusedPluginIsAUsageError) {

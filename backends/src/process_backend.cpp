@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +73,16 @@ int timeout_s(int fallback) {
   char* end = nullptr;
   const long v = std::strtol(env, &end, 10);
   return end != env && *end == '\0' && v > 0 && v < 1000000 ? static_cast<int>(v) : fallback;
+}
+
+// spec/process.md §5: the calls of one backend together, PACTS_EXEC_RUN_LIMIT_S seconds (a positive
+// integer); 0 (unset): no limit.
+int run_limit_s() {
+  const char* env = std::getenv("PACTS_EXEC_RUN_LIMIT_S");
+  if (env == nullptr) return 0;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  return end != env && *end == '\0' && v > 0 && v < 100000000 ? static_cast<int>(v) : 0;
 }
 
 // A directory on a RAM disk for the exchange directories of this process's calls.
@@ -586,6 +597,19 @@ class ProcessBackend final : public Backend {
   RunResult call(const char* op, const pacts_problem& problem, const pacts_buffers& buffers,
                  std::span<const int32_t> replayed, const PlanHint& hint) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The run's time limit: the calls' wall time summed; once spent, every later call is a
+    // Timeout without reaching the child (the backend is skipped, the run goes on).
+    const auto started = std::chrono::steady_clock::now();
+    struct Spend {
+      std::chrono::steady_clock::time_point at;
+      std::chrono::duration<double>* total;
+      ~Spend() { *total += std::chrono::steady_clock::now() - at; }
+    } spend{started, &spent_};
+    const int run_limit = run_limit_s();
+    const double left_s = run_limit > 0 ? run_limit - spent_.count() : 1e18;
+    if (left_s <= 0)
+      return failed("timed out: the run's time limit of " + std::to_string(run_limit) +
+                    " s (PACTS_EXEC_RUN_LIMIT_S) is spent; the backend is skipped");
     // A problem the spec refuses cannot be written as an exchange directory: it is refused here,
     // with the child's declared requirements, as an adapter's own validation would
     // (spec/process.md §3).
@@ -659,12 +683,19 @@ class ProcessBackend final : public Backend {
                           {"hint", {{"kind", hint_kind_name(hint.kind)}, {"value", hint.value}}}};
     if (!child_.send(request.dump())) return failed("crashed: " + child_.ended() + guard_note(dir));
     std::string line;
-    const int limit = timeout_s(120);
+    const int call_limit = timeout_s(120);
+    // The call's limit, or what is left of the run's when that is shorter (at least 1 s).
+    const bool run_bound = left_s < call_limit;
+    const int limit = run_bound ? std::max(1, static_cast<int>(left_s)) : call_limit;
     switch (child_.read_line(line, limit)) {
       case Child::Got::kLine: break;
       case Child::Got::kEof: return failed("crashed: " + child_.ended() + guard_note(dir));
       case Child::Got::kTimeout:
         child_.kill_group();
+        if (run_bound)
+          return failed("timed out: no reply within the " + std::to_string(limit) +
+                        " s left of the run's time limit of " + std::to_string(run_limit) +
+                        " s (PACTS_EXEC_RUN_LIMIT_S)");
         return failed("timed out: no reply within " + std::to_string(limit) + " s");
       case Child::Got::kTooLong:
         child_.kill_group();
@@ -726,6 +757,7 @@ class ProcessBackend final : public Backend {
   Child child_;
   std::mutex mutex_;
   uint64_t ids_ = 0;
+  std::chrono::duration<double> spent_{0};  // the calls' wall time (the run's time limit)
 };
 
 // ---- the serving side ---------------------------------------------------------------------
