@@ -637,8 +637,8 @@ struct SplitSegment {
 // kNarrow (the bf16 kernel at D 64 and 128, an item of at most 8 rows; and the split kernels
 // there whose V enters as one part, from the same fragment words: qk_step, pv_step's feed): both
 // products are computed transposed, S^T = K Q~^T (M = 16 keys, N = 8 rows) and O^T += V^T P^T,
-// so no MMA row is padding: half the MMAs, half the accumulator (Q~ back in registers) and half the exp of the
-// 16-row form. A lane holds rows 2 q4 and 2 q4 + 1 (keys g and g + 8); P moves from S^T's C
+// so no MMA row is padding: half the MMAs, half the accumulator (Q~ back in registers) and
+// half the exp of the 16-row form. A lane holds rows 2 q4 and 2 q4 + 1 (keys g and g + 8); P moves from S^T's C
 // layout to P^T's B layout by two movmatrix transposes. Every output element is the same sum of
 // the same products in the same k order, and l sums the tile's P in the 16-row form's tree
 // (softmax_step_t), so the two forms give the same bits: PACTS-ACC-4 compares this kernel with
