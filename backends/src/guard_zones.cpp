@@ -19,7 +19,6 @@ constexpr size_t kLeadGuard = size_t{64} << 10;
 constexpr size_t kTailGuard = size_t{1} << 20;
 constexpr size_t kMaxZones = 16;
 
-uint8_t canary(size_t i) { return static_cast<uint8_t>(0xA5u ^ (i * 29u)); }
 
 // What the fault handler knows: plain data, written before a call and read in the handler.
 struct ArmedZone {
@@ -144,7 +143,7 @@ spec::Status GuardZones::place(const pacts_buffers& from, const std::string& not
     z.data = last - padded;
     z.first = first;
     z.last = last;
-    for (uint8_t* p = first; p < last; ++p) *p = canary(static_cast<size_t>(p - first));
+    for (uint8_t* p = first; p < last; ++p) *p = guard_canary(static_cast<size_t>(p - first));
     std::memcpy(z.data, v.data, z.bytes);
     if (!z.output) z.input.assign(z.data, z.data + z.bytes);
     if (mprotect(z.map, lead, PROT_NONE) != 0 || mprotect(last, tail, PROT_NONE) != 0) {
@@ -174,14 +173,14 @@ spec::Status GuardZones::check(const std::vector<int32_t>* replayed) {
     uint8_t* const last = z.last;
     size_t changed = 0, at = 0;
     for (uint8_t* p = first; p < z.data; ++p)
-      if (*p != canary(static_cast<size_t>(p - first)) && changed++ == 0) at = static_cast<size_t>(z.data - p);
+      if (*p != guard_canary(static_cast<size_t>(p - first)) && changed++ == 0) at = static_cast<size_t>(z.data - p);
     if (changed > 0)
       return spec::Status(spec::Code::kInternal,
                           std::string(z.name) + ": " + counted(changed, "before its start") +
                               " written (the farthest " +
                               std::to_string(at) + " bytes before it; pacts-child's guard zone)");
     for (uint8_t* p = z.data + z.bytes; p < last; ++p)
-      if (*p != canary(static_cast<size_t>(p - first)) && changed++ == 0)
+      if (*p != guard_canary(static_cast<size_t>(p - first)) && changed++ == 0)
         at = static_cast<size_t>(p - (z.data + z.bytes));
     if (changed > 0)
       return spec::Status(spec::Code::kInternal,

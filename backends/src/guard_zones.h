@@ -24,6 +24,10 @@
 
 namespace pacts::backends::detail {
 
+// Byte i of a guard zone's canaries: a pattern no single memset or store of one value
+// reproduces. Also the hip backend's device guard zones (hip_backend.cpp).
+inline uint8_t guard_canary(size_t i) { return static_cast<uint8_t>(0xA5u ^ (i * 29u)); }
+
 class GuardZones {
  public:
   GuardZones() = default;

@@ -21,6 +21,7 @@
 #include <pacts/conformance/registry.h>
 #include <pacts/hip.h>
 
+#include "guard_zones.h"
 #include "kernel_adapter.h"
 
 #include <cstdio>
@@ -39,12 +40,11 @@ using conformance::RunResult;
 
 constexpr uint64_t kGuardBytes = 4096;
 
-// The guard zones' canary: byte i of a zone (a pattern no single memset or store of one value
-// reproduces).
+// The guard zones' canaries, those of pacts-child's host guard zones (guard_zones.h).
 const std::vector<uint8_t>& canary() {
   static const std::vector<uint8_t> bytes = [] {
     std::vector<uint8_t> c(kGuardBytes + 256);
-    for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(0xA5u ^ (i * 29u));
+    for (size_t i = 0; i < c.size(); ++i) c[i] = detail::guard_canary(i);
     return c;
   }();
   return bytes;

@@ -66,24 +66,22 @@ std::string guard_note(const fs::path& dir) {
   return t.empty() ? "" : "; " + t;
 }
 
-// spec/process.md §5: 60 s to start, 120 s per call, or PACTS_EXEC_TIMEOUT_S for both.
-int timeout_s(int fallback) {
-  const char* env = std::getenv("PACTS_EXEC_TIMEOUT_S");
+// The positive whole seconds below `below` that environment variable `name` holds, or `fallback`
+// (unset, empty, not a number, out of range).
+int seconds_from_env(const char* name, int fallback, long below) {
+  const char* env = std::getenv(name);
   if (env == nullptr) return fallback;
   char* end = nullptr;
   const long v = std::strtol(env, &end, 10);
-  return end != env && *end == '\0' && v > 0 && v < 1000000 ? static_cast<int>(v) : fallback;
+  return end != env && *end == '\0' && v > 0 && v < below ? static_cast<int>(v) : fallback;
 }
+
+// spec/process.md §5: 60 s to start, 120 s per call, or PACTS_EXEC_TIMEOUT_S for both.
+int timeout_s(int fallback) { return seconds_from_env("PACTS_EXEC_TIMEOUT_S", fallback, 1000000); }
 
 // spec/process.md §5: the calls of one backend together, PACTS_EXEC_RUN_LIMIT_S seconds (a positive
 // integer); 0 (unset): no limit.
-int run_limit_s() {
-  const char* env = std::getenv("PACTS_EXEC_RUN_LIMIT_S");
-  if (env == nullptr) return 0;
-  char* end = nullptr;
-  const long v = std::strtol(env, &end, 10);
-  return end != env && *end == '\0' && v > 0 && v < 100000000 ? static_cast<int>(v) : 0;
-}
+int run_limit_s() { return seconds_from_env("PACTS_EXEC_RUN_LIMIT_S", 0, 100000000); }
 
 // A directory on a RAM disk for the exchange directories of this process's calls.
 fs::path scratch_root() {
