@@ -256,10 +256,10 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
 }
 
 
-// Whether a split kernel whose V enters as one part (codes, or MXFP4 elements) runs the
-// transposed form (src/kernel_mma.h, kNarrow): items of at most 8 rows at D 64 and 128, as the
-// bf16 kernel. The same bits as the 16-row form. Timing experiments only: bench/ variant
-// split_rows16 never runs it; pv_bf16 and one_v_path, whose V takes several parts, cannot.
+// Whether a split kernel of an fp8, fp16 or MXFP4 pool runs the transposed form
+// (src/kernel_mma.h, kNarrow): items of at most 8 rows at D 64 and 128, as the bf16 kernel. The
+// same bits as the 16-row form. Timing experiments only: bench/ variant split_rows16 never runs
+// it, nor do pv_bf16 and one_v_path.
 #if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_SPLIT_ROWS16) && \
     !defined(PACTS_EXPERIMENT_PV_BF16) && !defined(PACTS_EXPERIMENT_ONE_V_PATH)
 constexpr bool kSplitTransposed = true;
@@ -288,6 +288,14 @@ spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items
         return launch<D, kFormat, kSplit, true, true>(prm, items, merge_items, stream);
     return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
   }
+  // Per-token V (fp8 pools only) with its scale folded into P (src/kernel_mma.h kPFold, the bench/
+  // variant token_fold): transposed at <= 8 rows as well (bench/ variant token_fold_rows16: the
+  // 16-row form). Production keeps three V parts, which the transposed form does not take.
+#if defined(PACTS_EXPERIMENT_TOKEN_FOLD) && !defined(PACTS_EXPERIMENT_TOKEN_ROWS16)
+  if constexpr (kSplit && split_transposed_built<D>() && kFormat != PACTS_FORMAT_FP16)
+    if (prm.rows_per_item <= 8)
+      return launch<D, kFormat, kSplit, false, true>(prm, items, merge_items, stream);
+#endif
 #endif
   return launch<D, kFormat, kSplit>(prm, items, merge_items, stream);
 }

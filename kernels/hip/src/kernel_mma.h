@@ -42,6 +42,7 @@
 #include "src/kernel.h"
 #include "src/mx_table.h"
 #include "src/split_order.h"
+#include "src/token_scales.h"
 
 namespace pacts::kernels::hip::detail {
 
@@ -567,6 +568,26 @@ template <pacts_format kFormat, bool kSplitV, bool kVCodes>
 inline constexpr bool kPvF16 =
     kPvF16Allowed && kSplitV && kVCodes &&
     (kFormat == PACTS_FORMAT_FP16 || kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2);
+// Per-token V scales of fp8 pools (the split kernels with kVCodes false: kPFold): the scale's
+// significand folded into P, which enters P.V in two bf16 parts, and V as its code times the
+// scale's power of two, one exact part (src/token_scales.h). So V is decoded once, as one part,
+// and P.V takes two MMAs per N-tile, where three exact V parts took three and a test per element.
+// A row with one key gets p = 1 and hi + lo = m: PACTS-ACC-3's scales keep 12 significant bits,
+// and its output code * m * 2^e is the sum of two exact products, which the accumulator holds.
+// Every element of a key with a tiny scale is added on the CUDA cores. spec/tolerance.md §3.3
+// states the rounding; the hip profile would not change. An experiment so far (bench/ variants
+// token_fold and token_fold_rows16), not yet run on a GPU: the production kernels keep three
+// exact V parts with a test per element, in the 16-row form.
+#if defined(PACTS_EXPERIMENT_TOKEN_FOLD)
+inline constexpr bool kPFoldAllowed = true;
+#else
+inline constexpr bool kPFoldAllowed = false;
+#endif
+template <pacts_format kFormat, bool kSplitV, bool kVCodes>
+inline constexpr bool kPFold =
+    kPFoldAllowed && kSplitV && !kVCodes &&
+    (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E4M3FNUZ || kFormat == PACTS_FORMAT_E5M2 ||
+     kFormat == PACTS_FORMAT_E5M2FNUZ);
 // MXFP4 K and V decoded by table (src/mx_table.h: the eight bf16 magnitudes of a block looked up
 // by byte permutes, the same bits as the scalar decode). Timing experiment only (bench/ variant
 // mx_scalar): the scalar decode, element by element.
@@ -832,6 +853,14 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
     for (int x = 0; x < 4; ++x) acc[n][x] = 0.0f;
   common::SoftmaxState state[2];  // rows lrow[0] and lrow[1]
+  // kPFold: the tile's V scales (set before the softmax step, which folds them into P), and the
+  // low bf16 parts of P it writes beside pa / pb (the same layout).
+  const float* fold_vs = nullptr;
+  uint32_t p_lo[4] = {0u, 0u, 0u, 0u};
+  const auto fold_p = [&](int key) -> float {
+    if constexpr (kPFold<kFormat, kSplitV, kVCodes>) return fold_scale<kFormat>(fold_vs[key]).p;
+    else return 1.0f;
+  };
 
   const int64_t first = span.empty() ? 0 : span.begin / S::kKeys;
   const int64_t last = span.empty() ? 0 : (span.end + S::kKeys - 1) / S::kKeys;
@@ -897,6 +926,10 @@ split_kv_mma_kernel(const Params p) {
       if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // fp16 of P * 2^15 (exact product)
         pa[h] = gpu::pack_f16x2_rn(pv[0] * kPvF16Up, pv[1] * kPvF16Up);
         pa[2 + h] = gpu::pack_f16x2_rn(pv[2] * kPvF16Up, pv[3] * kPvF16Up);
+      } else if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {  // P m in two bf16 parts
+        const int k0 = 2 * q4;  // keys k0, k0 + 1, k0 + 8, k0 + 9
+        fold_parts(pv[0] * fold_p(k0), pv[1] * fold_p(k0 + 1), PackBf16{}, pa[h], p_lo[h]);
+        fold_parts(pv[2] * fold_p(k0 + 8), pv[3] * fold_p(k0 + 9), PackBf16{}, pa[2 + h], p_lo[2 + h]);
       } else {
         pa[h] = gpu::pack_bf16x2_rn(pv[0], pv[1]);      // a0 / a1: keys 2 q4.., rows g / g + 8
         pa[2 + h] = gpu::pack_bf16x2_rn(pv[2], pv[3]);  // a2 / a3: keys 8 + 2 q4..
@@ -955,6 +988,12 @@ split_kv_mma_kernel(const Params p) {
     if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {
       pb[2] = gpu::pack_f16x2_rn(pv[0] * kPvF16Up, pv[1] * kPvF16Up);
       pb[3] = gpu::pack_f16x2_rn(pv[2] * kPvF16Up, pv[3] * kPvF16Up);
+    } else if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {  // P m in two bf16 parts
+      const float m0 = fold_p(g), m1 = fold_p(g + 8);
+      fold_parts(pv[0] * m0, pv[1] * m0, PackBf16{}, pb[2], p_lo[2]);
+      fold_parts(pv[2] * m1, pv[3] * m1, PackBf16{}, pb[3], p_lo[3]);
+      p_lo[0] = gpu::movmatrix_trans(p_lo[2]);
+      p_lo[1] = gpu::movmatrix_trans(p_lo[3]);
     } else {
       pb[2] = gpu::pack_bf16x2_rn(pv[0], pv[1]);
       pb[3] = gpu::pack_bf16x2_rn(pv[2], pv[3]);
@@ -1142,6 +1181,7 @@ split_kv_mma_kernel(const Params p) {
     // power of two) is exact in bf16, one part; an fp16 code without a scale (11 bits) two; any
     // other V three (24 bits; every part a normal bf16 or 0 for |v| >= 2^-102). A non-zero
     // |v| < 2^-102 ("tiny", down to the fp32 subnormals) takes the CUDA-core path instead (below).
+    // Per-token fp8 V instead folds its scale's significand into P (kPFold): V one part, P two.
     // So P.V sees V unrounded (PACTS-ACC-3: a single key's output is RNE(v) exactly).
     // A per-tensor V scale of a narrow format (fp16, fp8: |code| <= 2^16) is deferred: P.V sums
     // the codes (one part for fp8, two for fp16) and the merge multiplies the sum once by the
@@ -1275,6 +1315,8 @@ split_kv_mma_kernel(const Params p) {
         }
       }
       // kNarrow: pa holds P^T's B fragments (pa[0], pa[1]) and the words before the transposes.
+      // kPFold: the keys' V scales folded into P there, the low parts in p_lo.
+      if constexpr (kPFold<kFormat, kSplitV, kVCodes>) fold_vs = vs;
       uint32_t pa[4];
       if constexpr (kNarrow) softmax_step_t(sc[0], tile * S::kKeys, pa);
       else softmax_step(sc, tile * S::kKeys, pa);
@@ -1283,8 +1325,8 @@ split_kv_mma_kernel(const Params p) {
       // (b0) and 2 q4 + 8, 2 q4 + 9 (b1) of dim g * D / 8 + n for N-tile n, fed as their parts in
       // order, tiny elements as 0.
       // One (parts, tiny test) pair per kernel, so that neither is a branch inside the unrolled
-      // loop: fp8 (1, no test) with kVCodes, else (3, test); fp16 (2, no test) with kVCodes, else
-      // (3, test); MXFP4 (1, test); a scaled bf16 (3, test).
+      // loop: fp8 (1, no test) with kVCodes, else (1, a test per key, P in two parts: kPFold);
+      // fp16 (2, no test) with kVCodes, else (3, test); MXFP4 (1, test); a scaled bf16 (3, test).
       const auto pv_step = [&](auto parts_c, auto tiny_c) -> bool {
         constexpr int kParts = decltype(parts_c)::value;
         constexpr bool kTinyTest = decltype(tiny_c)::value;
@@ -1305,9 +1347,11 @@ split_kv_mma_kernel(const Params p) {
             const uint32_t a[4] = {held[0], b0, held[1], b1};
             if constexpr (kF16) gpu::mma_f16_16816(acc[n / 2], a, pa[0], pa[1]);
             else gpu::mma_bf16_16816(acc[n / 2], a, pa[0], pa[1]);
+            if constexpr (kPFold<kFormat, kSplitV, kVCodes>) gpu::mma_bf16_16816(acc[n / 2], a, p_lo[0], p_lo[1]);
           } else {
             if constexpr (kF16) gpu::mma_f16_16816(acc[n], pa, b0, b1);
             else gpu::mma_bf16_16816(acc[n], pa, b0, b1);
+            if constexpr (kPFold<kFormat, kSplitV, kVCodes>) gpu::mma_bf16_16816(acc[n], p_lo, b0, b1);
           }
         };
         using Seg = SplitSegment<kFormat, D / 8>;
@@ -1317,6 +1361,13 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
         for (int x = 0; x < 4; ++x)  // one block of 32 dims holds the lane's D / 8
           vscale[x] = v_deferred ? 1.0f : vs[vkey[x] * R::kCarry + (R::kFp4 ? vd0 / 32 : 0)];
+        if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {  // V's factor; a tiny key's V: the cores'
+#pragma unroll
+          for (int x = 0; x < 4; ++x) {
+            tiny |= tiny_key<kFormat>(vscale[x]);
+            vscale[x] = fold_scale<kFormat>(vscale[x]).v;
+          }
+        }
         // Chunk c of the four keys' V segments, as 32-bit words.
         const auto load_v_chunk = [&](int c, uint32_t (&w)[4][Seg::kWords]) {
 #pragma unroll
@@ -1412,6 +1463,8 @@ split_kv_mma_kernel(const Params p) {
 #else
       if constexpr (kFormat == PACTS_FORMAT_E2M1) {
         tiny = pv_step(One{}, std::true_type{});
+      } else if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {
+        tiny = pv_step(One{}, std::false_type{});
       } else if constexpr (kFormat == PACTS_FORMAT_BF16 || !kVCodes) {
         tiny = pv_step(Three{}, std::true_type{});
       } else if constexpr (kFormat == PACTS_FORMAT_FP16) {
@@ -1420,8 +1473,9 @@ split_kv_mma_kernel(const Params p) {
         tiny = pv_step(One{}, std::false_type{});
       }
 #endif
-      // Tiny V elements: acc += P t on the CUDA cores with the same bf16 P, in a fixed order over
-      // the tile's keys (rare: a warp vote). P goes through the warp's P tile.
+      // Tiny V elements (kPFold: every element of a tiny key): acc += P t on the CUDA cores with
+      // the same bf16 P (kPFold: hi + lo, exact in fp32; a tiny key's P factor is 1), in a fixed
+      // order over the tile's keys (rare: a warp vote). P goes through the warp's P tile.
       if (PACTS_ANY(tiny)) {
         if constexpr (kNarrow) {
 #pragma unroll
@@ -1429,6 +1483,10 @@ split_kv_mma_kernel(const Params p) {
             const int at = 2 * q4 * S::kKeys + g + 8 * x;
             pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[2 + x] & 0xFFFFu));
             pt[at + S::kKeys] = common::bf16_to_float(static_cast<uint16_t>(pa[2 + x] >> 16));
+            if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {
+              pt[at] += common::bf16_to_float(static_cast<uint16_t>(p_lo[2 + x] & 0xFFFFu));
+              pt[at + S::kKeys] += common::bf16_to_float(static_cast<uint16_t>(p_lo[2 + x] >> 16));
+            }
           }
         } else {
 #pragma unroll
@@ -1436,6 +1494,10 @@ split_kv_mma_kernel(const Params p) {
             const int at = (g + 8 * (x % 2)) * S::kKeys + 8 * (x / 2) + 2 * q4;
             pt[at] = common::bf16_to_float(static_cast<uint16_t>(pa[x] & 0xFFFFu));
             pt[at + 1] = common::bf16_to_float(static_cast<uint16_t>(pa[x] >> 16));
+            if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {
+              pt[at] += common::bf16_to_float(static_cast<uint16_t>(p_lo[x] & 0xFFFFu));
+              pt[at + 1] += common::bf16_to_float(static_cast<uint16_t>(p_lo[x] >> 16));
+            }
           }
         }
         PACTS_WARP_SYNC();
@@ -1455,7 +1517,12 @@ split_kv_mma_kernel(const Params p) {
             for (int k = 0; k < S::kKeys; ++k) {
               const float scale = vs[k * R::kCarry + (R::kFp4 ? d / 32 : 0)];
               const float t_v = raw_elem<kFormat>(vr + k * R::kRowStride, d, scale, v_order);
-              sum += pt[r * S::kKeys + k] * (is_tiny(t_v) ? t_v : 0.0f);  // selection
+              if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {  // every element of a tiny key
+                const bool on_cores = tiny_key<kFormat>(scale);
+                sum += pt[r * S::kKeys + k] * (on_cores ? t_v : 0.0f);  // selection
+              } else {
+                sum += pt[r * S::kKeys + k] * (is_tiny(t_v) ? t_v : 0.0f);  // selection
+              }
             }
             add[x] = sum;
           }
