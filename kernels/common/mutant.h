@@ -178,7 +178,7 @@
   G(hip_v_tensor_scale_dropped, scale_application, "spec/formats.md §3, spec/contract.md §2.1",    \
     "a per-tensor V scale deferred to the end of the sum (narrow V formats) and never applied")    \
   G(hip_k_tensor_scale_dropped, scale_application, "spec/formats.md §3, spec/contract.md §2.1",    \
-    "a per-tensor K scale deferred to the logit (fp8 K as its exact codes) and never applied")    \
+    "a per-tensor K scale deferred to the logit (fp8 K as its exact codes) and never applied")     \
   /* kernels/common/softmax.h */                                                                   \
   X(max_sentinel_finite, range_overflow, "spec/operator.md §9, spec/contract.md §2.1",             \
     "flashinfer #4450: the running maximum starts at a finite sentinel (-5e4) instead of -inf, "   \
@@ -186,7 +186,10 @@
   /* kernels/hip/ again (appended: the ids above stay) */                                          \
   G(hip_out_past_end, write_set, "spec/contract.md §1.3, spec/properties.md PACTS-EDGE-2",         \
     "an out-of-bounds store: the first output element's low byte also written to the two bytes "   \
-    "just past the output view (inside the allocation, where compute-sanitizer sees nothing)")
+    "just past the output view (inside the allocation, where compute-sanitizer sees nothing)")     \
+  G(hip_tiny_keys_dropped, scale_application, "spec/formats.md §3, spec/operator.md §7",           \
+    "per-token fp8 V: a key whose scale may give tiny elements is kept out of the MMAs and never " \
+    "added on the CUDA cores either (its V flushed to zero)")
 
 namespace pacts::kernels::common {
 

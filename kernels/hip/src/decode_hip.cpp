@@ -288,10 +288,10 @@ spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items
         return launch<D, kFormat, kSplit, true, true>(prm, items, merge_items, stream);
     return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
   }
-  // Per-token V (fp8 pools only) with its scale folded into P (src/kernel_mma.h kPFold, the bench/
-  // variant token_fold): transposed at <= 8 rows as well (bench/ variant token_fold_rows16: the
-  // 16-row form). Production keeps three V parts, which the transposed form does not take.
-#if defined(PACTS_EXPERIMENT_TOKEN_FOLD) && !defined(PACTS_EXPERIMENT_TOKEN_ROWS16)
+  // Per-token V (fp8 pools only; its scale folded into P, src/kernel_mma.h kPFold): transposed
+  // at <= 8 rows as well. Timing experiments only: bench/ variants token_rows16 (the 16-row form
+  // for them) and token_before (three V parts, which the transposed form does not take).
+#if !defined(PACTS_EXPERIMENT_TOKEN_ROWS16) && !defined(PACTS_EXPERIMENT_TOKEN_V_PARTS)
   if constexpr (kSplit && split_transposed_built<D>() && kFormat != PACTS_FORMAT_FP16)
     if (prm.rows_per_item <= 8)
       return launch<D, kFormat, kSplit, false, true>(prm, items, merge_items, stream);

@@ -575,13 +575,12 @@ inline constexpr bool kPvF16 =
 // A row with one key gets p = 1 and hi + lo = m: PACTS-ACC-3's scales keep 12 significant bits,
 // and its output code * m * 2^e is the sum of two exact products, which the accumulator holds.
 // Every element of a key with a tiny scale is added on the CUDA cores. spec/tolerance.md §3.3
-// states the rounding; the hip profile would not change. An experiment so far (bench/ variants
-// token_fold and token_fold_rows16), not yet run on a GPU: the production kernels keep three
-// exact V parts with a test per element, in the 16-row form.
-#if defined(PACTS_EXPERIMENT_TOKEN_FOLD)
-inline constexpr bool kPFoldAllowed = true;
-#else
+// states the rounding; the hip profile is unchanged. Timing experiment only (bench/ variant
+// token_before): three exact V parts, a test per element, the 16-row form, as before the fold.
+#if defined(PACTS_EXPERIMENT_TOKEN_V_PARTS)
 inline constexpr bool kPFoldAllowed = false;
+#else
+inline constexpr bool kPFoldAllowed = true;
 #endif
 template <pacts_format kFormat, bool kSplitV, bool kVCodes>
 inline constexpr bool kPFold =
@@ -1518,7 +1517,7 @@ split_kv_mma_kernel(const Params p) {
               const float scale = vs[k * R::kCarry + (R::kFp4 ? d / 32 : 0)];
               const float t_v = raw_elem<kFormat>(vr + k * R::kRowStride, d, scale, v_order);
               if constexpr (kPFold<kFormat, kSplitV, kVCodes>) {  // every element of a tiny key
-                const bool on_cores = tiny_key<kFormat>(scale);
+                const bool on_cores = tiny_key<kFormat>(scale) && !PACTS_MUTANT(hip_tiny_keys_dropped);
                 sum += pt[r * S::kKeys + k] * (on_cores ? t_v : 0.0f);  // selection
               } else {
                 sum += pt[r * S::kKeys + k] * (is_tiny(t_v) ? t_v : 0.0f);  // selection
