@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends_named;
   app.add_option("--backend", backends_named,
                  "host, hip, hip:N (GPU N), or <backend>+<fault>; repeatable: the first is timed "
-                 "behind the gate, each further one (lib:PATH, a plugin with timed calls) is "
-                 "gated and timed beside it on the same inputs");
+                 "behind the gate, each further one (lib:PATH, a plugin with timed calls, or "
+                 "exec:CMD, a child that declares timed calls) is gated and timed beside it on "
+                 "the same inputs");
   app.add_option("--set", set,
                  "shape set: peers, models, grid, formats (every KV format x layout nhd/vllm)");
   app.add_option("--gate-cases", o.gate_cases, "generated cases per property in the gate");

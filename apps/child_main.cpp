@@ -51,5 +51,8 @@ int main(int argc, char** argv) {
   }
   if (!name.empty()) id.name = name;
   id.device = backend->device();
+  // spec/process.md §6: the host backend's calls are timed by the host clock; a backend that
+  // runs on a device is timed by pacts-bench in its own process (or a plugin's timed calls).
+  id.timed_calls = backend_name == "host";
   return pacts::backends::serve(*backend, id, stdin, stdout);
 }

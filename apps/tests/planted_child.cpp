@@ -3,7 +3,8 @@
 //
 //   pacts_planted_child --fault crash|hang|exit|garbage|wrong-id|deep|duplicate-key|nan|
 //                               drop-sinks|bad-handshake|deep-handshake|write-past-out|
-//                               write-before-lse|write-k|read-past-k|read-before-q
+//                               write-before-lse|write-k|read-past-k|read-before-q|
+//                               time-nan|time-garbage
 //                       [--on N] [--backend host|host+<fault>]
 //
 // crash: abort() at request N; hang: sleep at request N; exit: exit(0) at request N; garbage /
@@ -18,6 +19,9 @@
 // pacts-child's guard zones must catch, backends/src/guard_zones.h): write-past-out writes 8
 // bytes past the end of out; write-before-lse 4 bytes before the start of lse; write-k one byte
 // of the input k; read-past-k reads 64 KiB past the end of k; read-before-q 8 KiB before q.
+// Timed calls (spec/process.md §6, declared with the host backend): time-nan writes NaN bytes
+// as the output of every time_prepare; time-garbage answers every time request with a negative
+// time.
 #include <pacts/backends/process.h>
 #include <pacts/backends/register.h>
 #include <pacts/conformance/registry.h>
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
   for (const char* f : {"write-past-out", "write-before-lse", "write-k", "read-past-k", "read-before-q"})
     if (fault == f) backend = std::make_unique<OutOfBounds>(std::move(backend), fault, on);
   pacts::backends::ChildIdentity id{"planted-" + fault, backend->device(), "", "", ""};
+  id.timed_calls = backend_name == "host";  // spec/process.md §6, as pacts-child's host
   // An extra member, first in the object, nested 70,000 deep (140 KB: under the 1 MiB a line
   // may take).
   const auto with_deep_value = [](const std::string& line) {
@@ -139,7 +144,13 @@ int main(int argc, char** argv) {
   hooks.after_call = [&](int64_t call, std::vector<uint8_t>& out) {
     if (fault == "nan" && call >= on) std::fill(out.begin(), out.end(), uint8_t{0xFF});
   };
+  hooks.after_time_prepare = [&](std::vector<uint8_t>& out) {
+    if (fault == "time-nan") std::fill(out.begin(), out.end(), uint8_t{0xFF});
+  };
   hooks.reply = [&](int64_t call, std::string reply) {
+    const size_t times = reply.find("\"times_us\":[");
+    if (fault == "time-garbage" && times != std::string::npos)
+      return reply.substr(0, times) + "\"times_us\":[-1.0]}";
     if (call != on) return reply;
     if (fault == "garbage") return std::string("this is not JSON");
     if (fault == "wrong-id") return std::string("{\"id\": 999999, \"status\": \"ok\"}");

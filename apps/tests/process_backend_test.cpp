@@ -152,6 +152,79 @@ TEST(ProcessBackend, DeepOrRepeatedKeyRepliesFailTheirCall) {
   expect_fails_once(planted("duplicate-key"), "duplicate key");
 }
 
+// spec/process.md §6: a prepared call's untimed first run computes what the host backend
+// computes; time answers one positive figure per call; time_end releases it (a later time is
+// refused); a child that declares no timed calls is never asked; a crash during a timed call
+// loses the prepared call and says so, garbage times are named.
+TEST(ProcessBackend, TimedCallsAreServedAndCheckedLikeCalls) {
+  auto child = start(std::string(PACTS_CHILD_EXE) + " --backend host");
+  ASSERT_NE(child, nullptr);
+  EXPECT_TRUE(backends::child_timed_calls(*child));
+  auto host = backends::make_host_backend();
+  std::vector<CaseData> cases = mustpass_cases();
+  ASSERT_FALSE(cases.empty());
+  int prepared = 0;
+  for (const CaseData& c0 : cases) {
+    if (c0.problem.batch == 0) continue;
+    CaseData a = c0, b = c0;
+    const RunResult rb = host->run(b.problem, b.buffers(), PlanHint::automatic());
+    if (!rb.status) continue;
+    auto call = backends::child_prepare_timed(*child, a.problem, a.buffers(), 4096);
+    ASSERT_TRUE(call.is_ok()) << call.status().to_string();
+    EXPECT_EQ(call.value().plan.variant, rb.plan.variant);
+    EXPECT_EQ(call.value().device_error, rb.device_error);
+    EXPECT_NE(call.value().method.find("host clock"), std::string::npos);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.lse, b.lse);
+    auto us = backends::child_time(*child, 3);
+    ASSERT_TRUE(us.is_ok()) << us.status().to_string();
+    ASSERT_EQ(us.value().size(), 3u);
+    for (double t : us.value()) EXPECT_GT(t, 0.0);
+    EXPECT_TRUE(backends::child_end_timed(*child).is_ok());
+    if (++prepared == 3) break;
+  }
+  EXPECT_EQ(prepared, 3);
+  auto after = backends::child_time(*child, 1);
+  ASSERT_FALSE(after.is_ok());
+  EXPECT_EQ(after.status().code(), spec::Code::kInvalidArgument);
+  EXPECT_NE(after.status().message().find("no call prepared"), std::string::npos);
+  EXPECT_EQ(backends::child_time(*child, 0).status().code(), spec::Code::kInvalidArgument);
+  // Calls go on after timing.
+  CaseData x = cases.front();
+  EXPECT_EQ(child->run(x.problem, x.buffers(), PlanHint::automatic()).status.code(),
+            host->run(x.problem, x.buffers(), PlanHint::automatic()).status.code());
+
+  auto untimed = start(std::string(PACTS_CHILD_EXE) + " --backend reference");
+  ASSERT_NE(untimed, nullptr);
+  EXPECT_FALSE(backends::child_timed_calls(*untimed));
+  CaseData y = cases.front();
+  auto refused = backends::child_prepare_timed(*untimed, y.problem, y.buffers(), 0);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), spec::Code::kNotSupported);
+  EXPECT_NE(refused.status().message().find("declares no timed calls"), std::string::npos);
+  EXPECT_FALSE(backends::child_timed_calls(*host));
+
+  CaseData z = cases.front();
+  for (int i = 0; i < 2 && z.problem.batch == 0; ++i) z = cases[static_cast<size_t>(i + 1)];
+  auto crash = start(planted("crash", 2));
+  ASSERT_NE(crash, nullptr);
+  ASSERT_TRUE(backends::child_prepare_timed(*crash, z.problem, z.buffers(), 0).is_ok());
+  auto lost = backends::child_time(*crash, 2);
+  ASSERT_FALSE(lost.is_ok());
+  EXPECT_NE(lost.status().message().find("crashed"), std::string::npos) << lost.status().to_string();
+  auto gone = backends::child_time(*crash, 1);
+  EXPECT_NE(gone.status().message().find("its prepared call is lost"), std::string::npos)
+      << gone.status().to_string();
+
+  auto garbage = start(planted("time-garbage", 1000000));
+  ASSERT_NE(garbage, nullptr);
+  ASSERT_TRUE(backends::child_prepare_timed(*garbage, z.problem, z.buffers(), 0).is_ok());
+  auto bad = backends::child_time(*garbage, 1);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("answered garbage: times_us"), std::string::npos)
+      << bad.status().to_string();
+}
+
 TEST(ProcessBackend, HandshakesALoaderWouldRefuseAreRefusedNamingTheField) {
   const auto refused = [](const std::string& command, const std::string& words) {
     auto b = start_process_backend(command);

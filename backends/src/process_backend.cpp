@@ -25,6 +25,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -57,6 +58,7 @@ constexpr const char* kGuardNote = "guard_fault.txt";
 
 // "; " and the note of a child that died on a guard page, or "".
 std::string guard_note(const fs::path& dir) {
+  if (dir.empty()) return "";
   std::error_code ec;
   const fs::path note = dir / kGuardNote;
   if (!fs::is_regular_file(note, ec) || fs::file_size(note, ec) > 4096) return "";
@@ -140,6 +142,7 @@ struct Declaration {
   std::string name, device, driver, runtime, version;
   conformance::Capabilities caps;
   spec::NumericsProfile profile;
+  bool timed_calls = false;  // serves time_prepare, time and time_end (spec/process.md §6)
   std::string canonical;  // the declaration as pacts read it, to compare restarts with
 };
 
@@ -252,7 +255,7 @@ Status read_declaration(const Checker& c, const std::string& line, Declaration& 
                     ": this pacts implements process protocol version 1");
   f.only(j, "handshake.", {"protocol", "version", "name", "device", "driver", "runtime",
                            "kernel_version", "capabilities", "numerics", "q_requant",
-                           "batch_invariant"});
+                           "batch_invariant", "timed_calls"});
   d.name = f.text(j, "handshake.", "name", true);
   d.device = f.text(j, "handshake.", "device", true);
   d.driver = f.text(j, "handshake.", "driver", false);
@@ -363,6 +366,10 @@ Status read_declaration(const Checker& c, const std::string& line, Declaration& 
     }
   }
   if (Status s = check_v2_extension_of(c, v2, d.profile, d.caps); !s) return s;
+  if (const Json* t = f.at(j, "handshake.", "timed_calls", false); t != nullptr) {
+    if (!t->is_boolean()) return c.refuse("handshake.timed_calls: accepted: true or false");
+    d.timed_calls = t->get<bool>();
+  }
   d.canonical = line;
   return Status::ok();
 }
@@ -566,6 +573,58 @@ class ProcessBackend final : public Backend {
     return call("run_replayed", problem, buffers, replayed, hint);
   }
 
+  bool timed_calls() const { return declared_.timed_calls; }
+
+  // spec/process.md §6: the call prepared in the child, one untimed run whose results land in
+  // `buffers` as run()'s do.
+  spec::Result<ChildTimedCall> prepare_timed(const pacts_problem& problem,
+                                             const pacts_buffers& buffers, uint64_t flush_bytes) {
+    if (!declared_.timed_calls)
+      return spec::not_supported("exec child '" + command_ + "': declares no timed calls "
+                                 "(spec/process.md §6)");
+    Json reply;
+    const RunResult r = call("time_prepare", problem, buffers, {}, PlanHint::automatic(),
+                             Json{{"flush_bytes", flush_bytes}}, &reply);
+    if (!r.status) return r.status;
+    ChildTimedCall t;
+    t.plan = r.plan;
+    t.device_error = r.device_error;
+    const Json m = reply.value("method", Json(""));
+    if (!m.is_string() || m.get<std::string>().empty() || m.get<std::string>().size() > 200) {
+      const RunResult g = garbage("method: accepted: 1 to 200 characters saying how the child times");
+      return g.status;
+    }
+    t.method = m.get<std::string>();
+    return t;
+  }
+
+  // spec/process.md §6: `reps` timed calls of the prepared call, in microseconds.
+  spec::Result<std::vector<double>> time(int32_t reps) {
+    Json reply;
+    RunResult r;
+    if (std::optional<RunResult> lost = request({{"op", "time"}, {"reps", reps}}, reply, r))
+      return lost->status;
+    if (!r.status) return r.status;
+    const Json t = reply.value("times_us", Json());
+    std::vector<double> us;
+    if (t.is_array() && t.size() == static_cast<size_t>(reps))
+      for (const Json& x : t)
+        if (x.is_number() && std::isfinite(x.get<double>()) && x.get<double>() > 0)
+          us.push_back(x.get<double>());
+    if (us.size() != static_cast<size_t>(reps))
+      return garbage("times_us: accepted: " + std::to_string(reps) +
+                     " positive finite numbers (one per timed call)").status;
+    return us;
+  }
+
+  // spec/process.md §6: the prepared call released.
+  Status end_timed() {
+    Json reply;
+    RunResult r;
+    if (std::optional<RunResult> lost = request({{"op", "time_end"}}, reply, r)) return lost->status;
+    return r.status;
+  }
+
  private:
   Status start_child(const Checker& c, std::string& line) {
     ignore_sigpipe();
@@ -593,7 +652,8 @@ class ProcessBackend final : public Backend {
   }
 
   RunResult call(const char* op, const pacts_problem& problem, const pacts_buffers& buffers,
-                 std::span<const int32_t> replayed, const PlanHint& hint) {
+                 std::span<const int32_t> replayed, const PlanHint& hint,
+                 const Json& extra = Json::object(), Json* reply_out = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     // The run's time limit: the calls' wall time summed; once spent, every later call is a
     // Timeout without reaching the child (the backend is skipped, the run goes on).
@@ -675,10 +735,56 @@ class ProcessBackend final : public Backend {
         return r;
       }
     }
-    const Json request = {{"op", op},
-                          {"id", id},
-                          {"dir", dir.string()},
-                          {"hint", {{"kind", hint_kind_name(hint.kind)}, {"value", hint.value}}}};
+    Json request = {{"op", op},
+                    {"id", id},
+                    {"dir", dir.string()},
+                    {"hint", {{"kind", hint_kind_name(hint.kind)}, {"value", hint.value}}}};
+    for (const auto& [key, value] : extra.items()) request[key] = value;
+    Json reply;
+    if (std::optional<RunResult> lost = converse(request, id, dir, left_s, run_limit, reply, r))
+      return *lost;
+    if (reply_out != nullptr) *reply_out = reply;
+    if (!r.status) return r;  // a refusal writes nothing
+    if (Status s = conformance::load_results(dir.string(), c); !s) return garbage(s.message());
+    if (buffers.out.data != nullptr)
+      std::memcpy(buffers.out.data, c.out.data(), std::min<size_t>(c.out.size(), buffers.out.bytes));
+    if (problem.want_lse && buffers.lse.data != nullptr)
+      std::memcpy(buffers.lse.data, c.lse.data(), std::min<size_t>(c.lse.size(), buffers.lse.bytes));
+    return r;
+  }
+
+  // A request without an exchange directory (spec/process.md §6's time and time_end) to a child
+  // that is running: a child that crashed since lost what it had prepared.
+  std::optional<RunResult> request(Json req, Json& reply, RunResult& r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto started = std::chrono::steady_clock::now();
+    struct Spend {
+      std::chrono::steady_clock::time_point at;
+      std::chrono::duration<double>* total;
+      ~Spend() { *total += std::chrono::steady_clock::now() - at; }
+    } spend{started, &spent_};
+    const int run_limit = run_limit_s();
+    const double left_s = run_limit > 0 ? run_limit - spent_.count() : 1e18;
+    if (left_s <= 0)
+      return failed("timed out: the run's time limit of " + std::to_string(run_limit) +
+                    " s (PACTS_EXEC_RUN_LIMIT_S) is spent; the backend is skipped");
+    if (!child_.running()) return failed("crashed: " + child_.ended() + " (its prepared call is lost)");
+    const uint64_t id = ++ids_;
+    req["id"] = id;
+    return converse(req, id, fs::path(), left_s, run_limit, reply, r);
+  }
+
+  RunResult garbage(const std::string& why) {
+    child_.kill_group();  // its state is unknown: the next call starts it again
+    return failed("answered garbage: " + why);
+  }
+
+  // Sends `request` (its id `id`) and reads the reply into `reply`, `r` taking its status,
+  // device error bits and plan; the failure of spec/process.md §4 when the child crashed, timed
+  // out or answered garbage, else nullopt. `dir`: the call's exchange directory ("" for none),
+  // where a guard fault's note is looked for.
+  std::optional<RunResult> converse(const Json& request, uint64_t id, const fs::path& dir,
+                                    double left_s, int run_limit, Json& reply, RunResult& r) {
     if (!child_.send(request.dump())) return failed("crashed: " + child_.ended() + guard_note(dir));
     std::string line;
     const int call_limit = timeout_s(120);
@@ -699,15 +805,10 @@ class ProcessBackend final : public Backend {
         child_.kill_group();
         return failed("answered garbage: a reply line over 1 MiB");
     }
-    const auto garbage = [&](const std::string& why) {
-      child_.kill_group();  // its state is unknown: the next call starts it again
-      return failed("answered garbage: " + why);
-    };
     // Checked before it is built (spec/case_files.md §7): a reply nested too deep must not
     // exhaust the stack, and a key written twice must not silently lose its first value.
     if (Status s = conformance::check_json_text(line, "reply to request " + std::to_string(id)); !s)
       return garbage(s.message());
-    Json reply;
     try {
       reply = Json::parse(line);
     } catch (const std::exception&) {
@@ -736,16 +837,8 @@ class ProcessBackend final : public Backend {
       r.plan.max_partitions = p.value("max_partitions", 1);
       r.plan.variant = p.value("variant", std::string());
     }
-    if (*code != spec::Code::kOk) {  // a refusal writes nothing
-      r.status = spec::Status(*code, message);
-      return r;
-    }
-    if (Status s = conformance::load_results(dir.string(), c); !s) return garbage(s.message());
-    if (buffers.out.data != nullptr)
-      std::memcpy(buffers.out.data, c.out.data(), std::min<size_t>(c.out.size(), buffers.out.bytes));
-    if (problem.want_lse && buffers.lse.data != nullptr)
-      std::memcpy(buffers.lse.data, c.lse.data(), std::min<size_t>(c.lse.size(), buffers.lse.bytes));
-    return r;
+    if (*code != spec::Code::kOk) r.status = spec::Status(*code, message);
+    return std::nullopt;
   }
 
   std::string command_;
@@ -851,6 +944,41 @@ const ProcessInfo* process_info(const Backend& backend) {
   return p ? &p->info() : nullptr;
 }
 
+bool child_timed_calls(const Backend& backend) {
+  const auto* p = dynamic_cast<const ProcessBackend*>(&backend);
+  return p != nullptr && p->timed_calls();
+}
+
+namespace {
+spec::Result<ProcessBackend*> timed_child(Backend& backend) {
+  auto* p = dynamic_cast<ProcessBackend*>(&backend);
+  if (p == nullptr)
+    return spec::invalid_argument("backend " + backend.name() + ": not a process backend (exec:)");
+  return p;
+}
+}  // namespace
+
+spec::Result<ChildTimedCall> child_prepare_timed(Backend& backend, const pacts_problem& problem,
+                                                 const pacts_buffers& buffers, uint64_t flush_bytes) {
+  spec::Result<ProcessBackend*> p = timed_child(backend);
+  if (!p) return p.status();
+  return p.value()->prepare_timed(problem, buffers, flush_bytes);
+}
+
+spec::Result<std::vector<double>> child_time(Backend& backend, int32_t reps) {
+  spec::Result<ProcessBackend*> p = timed_child(backend);
+  if (!p) return p.status();
+  if (reps < 1 || reps > 100000)
+    return spec::invalid_argument("reps " + std::to_string(reps) + ": accepted 1 to 100000");
+  return p.value()->time(reps);
+}
+
+spec::Status child_end_timed(Backend& backend) {
+  spec::Result<ProcessBackend*> p = timed_child(backend);
+  if (!p) return p.status();
+  return p.value()->end_timed();
+}
+
 void register_process_backend() {
   conformance::BackendFactory f;
   f.name = kProcessPrefix;
@@ -914,13 +1042,86 @@ std::string handshake_line(const Backend& backend, const ChildIdentity& id) {
               {"max_element_offset", c.requirements.max_element_offset}}},
             {"numerics", numerics},
             {"batch_invariant", c.batch_invariant}};
+  if (id.timed_calls) j["timed_calls"] = true;
   if (p.q_requant.kind == spec::QueryRequant::kFp8RowPow2)
     j["q_requant"] = {{"rule", "fp8-row-pow2"}, {"kv_formats", formats_of_mask(p.q_requant.kv_formats)}};
   return j.dump();
 }
 
+namespace {
+
+// The serving side of spec/process.md §6 for a backend that computes in host memory: the
+// prepared case kept in this process, each timed call its run() between two readings of the host
+// clock, a write of `flush_bytes` bytes before each (the caches flushed, as pacts-bench does).
+struct TimedServing {
+  static constexpr const char* kMethod =
+      "host clock (steady_clock) around each run() of the served backend, its plan included";
+  std::optional<CaseData> prepared;
+  PlanHint hint = PlanHint::automatic();
+  std::vector<uint8_t> flush;
+
+  static std::string with_method(const std::string& reply) {
+    Json j = Json::parse(reply);
+    j["method"] = kMethod;
+    return j.dump();
+  }
+
+  RunResult prepare(Backend& backend, CaseData& c, const PlanHint& h, const Json& flush_bytes) {
+    RunResult r;
+    constexpr uint64_t kMaxFlush = uint64_t{1} << 30;
+    if (!flush_bytes.is_number_unsigned() || flush_bytes.get<uint64_t>() > kMaxFlush) {
+      r.status = spec::invalid_argument("flush_bytes: accepted: 0 to 2^30");
+      return r;
+    }
+    prepared = c;
+    hint = h;
+    flush.assign(flush_bytes.get<uint64_t>(), 0);
+    r = backend.run(prepared->problem, prepared->buffers(), hint);  // untimed: its results replied
+    if (r.status.is_ok()) {
+      c.out = prepared->out;
+      c.lse = prepared->lse;
+    } else {
+      prepared.reset();
+    }
+    return r;
+  }
+
+  std::string serve(Backend& backend, const std::string& op, int64_t id, const Json& req) {
+    Json reply = {{"id", id}, {"status", "ok"}, {"message", ""}};
+    const auto refuse = [&](spec::Code code, const std::string& why) {
+      reply["status"] = status_name(code);
+      reply["message"] = why;
+      return reply.dump();
+    };
+    if (!prepared) return refuse(spec::Code::kInvalidArgument, op + ": no call prepared (time_prepare first)");
+    if (op == "time_end") {
+      prepared.reset();
+      flush.clear();
+      return reply.dump();
+    }
+    const Json reps = req.value("reps", Json());
+    if (!reps.is_number_unsigned() || reps.get<uint64_t>() < 1 || reps.get<uint64_t>() > 100000)
+      return refuse(spec::Code::kInvalidArgument, "reps: accepted: 1 to 100000");
+    Json times = Json::array();
+    const pacts_buffers buffers = prepared->buffers();
+    for (uint64_t i = 0; i < reps.get<uint64_t>(); ++i) {
+      for (size_t at = 0; at < flush.size(); at += 64) flush[at] = static_cast<uint8_t>(flush[at] + 1);
+      const auto t0 = std::chrono::steady_clock::now();
+      const RunResult r = backend.run(prepared->problem, buffers, hint);
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      if (!r.status) return refuse(r.status.code(), r.status.message());
+      times.push_back(std::max(us, 1e-3));
+    }
+    reply["times_us"] = times;
+    return reply.dump();
+  }
+};
+
+}  // namespace
+
 int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::FILE* out,
           const ServeHooks& hooks) {
+  TimedServing timed;
   const auto emit = [&](const std::string& line) {
     std::fputs(line.c_str(), out);
     std::fputc('\n', out);
@@ -947,12 +1148,21 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
     line.clear();
     const std::string op = req.value("op", std::string());
     if (op == "exit") return 0;
-    if ((op != "run" && op != "run_replayed") || !req.contains("id") ||
-        !req["id"].is_number_integer() || !req.contains("dir") || !req["dir"].is_string()) {
-      std::fprintf(stderr, "pacts-child: not a request of spec/process.md §3: %s\n", req.dump().c_str());
+    const bool timing = identity.timed_calls && (op == "time" || op == "time_end");
+    const bool with_dir = op == "run" || op == "run_replayed" || (identity.timed_calls && op == "time_prepare");
+    if ((!with_dir && !timing) || !req.contains("id") || !req["id"].is_number_integer() ||
+        (with_dir && (!req.contains("dir") || !req["dir"].is_string()))) {
+      std::fprintf(stderr, "pacts-child: not a request of spec/process.md §3 or §6: %s\n", req.dump().c_str());
       return 2;
     }
     const int64_t id = req["id"].get<int64_t>();
+    if (timing) {
+      if (hooks.before_call) hooks.before_call(id);
+      std::string reply = timed.serve(backend, op, id, req);
+      if (hooks.reply) reply = hooks.reply(id, reply);
+      emit(reply);
+      continue;
+    }
     const std::string dir = req["dir"].get<std::string>();
     if (hooks.before_call) hooks.before_call(id);
     RunResult r;
@@ -984,8 +1194,10 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
         }
         detail::GuardZones guard;
         const pacts_buffers views = c.buffers();
-        if (r.status.is_ok()) r.status = guard.place(views, dir + "/" + kGuardNote);
-        if (r.status.is_ok()) {
+        if (op == "time_prepare") {  // §6: on plain buffers, kept for the timed calls
+          if (r.status.is_ok()) r = timed.prepare(backend, c, *hint, req.value("flush_bytes", Json(0)));
+        } else if (r.status.is_ok()) r.status = guard.place(views, dir + "/" + kGuardNote);
+        if (r.status.is_ok() && op != "time_prepare") {
           r = op == "run" ? backend.run(c.problem, guard.views(), *hint)
                           : backend.run_replayed(c.problem, guard.views(), replay, *hint);
           if (Status outside = guard.check(op == "run" ? nullptr : &replay); !outside)
@@ -995,6 +1207,7 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
         }
       }
       if (r.status.is_ok() && hooks.after_call) hooks.after_call(id, c.out);
+      if (r.status.is_ok() && op == "time_prepare" && hooks.after_time_prepare) hooks.after_time_prepare(c.out);
       if (r.status.is_ok()) {
         conformance::NpyArray o;
         o.type = c.problem.out_format == PACTS_FORMAT_FP32 ? conformance::NpyType::kF32
@@ -1012,6 +1225,7 @@ int serve(Backend& backend, const ChildIdentity& identity, std::FILE* in, std::F
       }
     }
     std::string reply = reply_line(id, r);
+    if (op == "time_prepare" && r.status.is_ok()) reply = TimedServing::with_method(reply);
     if (hooks.reply) reply = hooks.reply(id, reply);
     emit(reply);
   }

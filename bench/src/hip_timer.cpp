@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -145,10 +146,18 @@ class HipTimer final : public Timer {
       t->status = uploaded ? prepare_variant(k, p, in, o, *t) : uploaded;
       all.push_back(std::move(t));
     }
+    std::optional<HostInputs> host;  // a child's inputs: the same values, in host memory
     for (const Beside& b : beside) {
       auto t = std::make_unique<Timed>();
       t->variant = b.variant;
-      t->status = uploaded ? prepare_beside(b, p, in, *t) : uploaded;
+      if (b.child && uploaded) {
+        if (!host) host.emplace(make_host_inputs(shape, o.data_seed));
+        t->child = std::make_unique<ChildTimed>(*b.backend, *host, flush_.bytes());
+        t->status = t->child->status();
+        t->plan = t->child->plan();
+      } else {
+        t->status = uploaded ? prepare_beside(b, p, in, *t) : uploaded;
+      }
       all.push_back(std::move(t));
     }
     const int32_t n = static_cast<int32_t>(all.size());
@@ -160,7 +169,7 @@ class HipTimer final : public Timer {
       for (int32_t j = 0; j < n; ++j) {
         Timed& t = *all[static_cast<size_t>((first + j) % n)];
         if (!t.status) continue;
-        const spec::Result<double> us = time_op(t.replay, it);
+        const spec::Result<double> us = t.child ? t.child->sample() : time_op(t.replay, it);
         if (!us) t.status = us.status();
         else if (it >= 0) t.samples.push_back(us.value());
       }
@@ -169,7 +178,7 @@ class HipTimer final : public Timer {
     std::vector<Measurement> out;
     for (std::unique_ptr<Timed>& t : all) {
       if (t->status && !stopped) t->status = stopped;
-      if (t->status) t->status = checked(p, in, *t);
+      if (t->status && !t->child) t->status = checked(p, in, *t);  // a child's: when prepared
       out.push_back(Measurement{t->variant, std::move(t->status), std::move(t->samples),
                                 std::move(t->plan)});
     }
@@ -196,6 +205,7 @@ class HipTimer final : public Timer {
     DeviceBuffer ws;
     Graph graph;
     std::optional<backends::PreparedCall> call;
+    std::unique_ptr<ChildTimed> child;  // a child of the process backend (spec/process.md §6)
   };
 
   spec::Status fill(DeviceBuffer& b, int byte) { return stream_.memset(b.data(), byte, b.bytes()); }

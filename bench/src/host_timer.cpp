@@ -129,6 +129,20 @@ class HostTimer final : public Timer {
   Measurement time_beside(HostInputs& in, const Options& o, const Beside& b) {
     Measurement m;
     m.variant = b.variant;
+    if (b.child) {  // spec/process.md §6: the child times its own calls
+      ChildTimed call(*b.backend, in, flush_.size());
+      m.plan = call.plan();
+      for (int32_t it = -o.warmup; it < o.repeats && call.status(); ++it) {
+        const spec::Result<double> us = call.sample();
+        if (!us) {
+          m.status = us.status();
+          return m;
+        }
+        if (it >= 0) m.samples_us.push_back(us.value());
+      }
+      m.status = call.status();
+      return m;
+    }
     if (b.device_memory) {
       m.status = spec::not_supported("its timed calls take device memory: time it beside a GPU "
                                      "target (--backend hip)");

@@ -41,12 +41,34 @@ struct Measurement {
   kernels::Plan plan;            // the plan that was timed
 };
 
-// A backend timed beside the target (Options::beside): a plugin with timed calls, gated.
+// A backend timed beside the target (Options::beside), gated: a plugin with timed calls, or a
+// child of the process backend that declares them (spec/process.md §6).
 struct Beside {
   std::string variant;                      // "peer:<name>"
-  conformance::Backend* backend = nullptr;  // a plugin backend (backends/plugin.h)
+  conformance::Backend* backend = nullptr;  // a plugin backend (backends/plugin.h) or a child
   bool device_memory = false;               // its timed calls take device memory
   bool graph_capturable = false;
+  bool child = false;  // a process backend: it holds its own inputs and times itself
+};
+
+// A child's timed call (spec/process.md §6) on the host inputs of a shape: prepared in the child
+// (which loads them onto its own device), its untimed first output checked as the variants' are;
+// then `sample()` asks it for one timed call. Released on destruction.
+class ChildTimed {
+ public:
+  ChildTimed(conformance::Backend& child, HostInputs& in, uint64_t flush_bytes);
+  ~ChildTimed();
+  ChildTimed(const ChildTimed&) = delete;
+  ChildTimed& operator=(const ChildTimed&) = delete;
+  const spec::Status& status() const { return status_; }
+  const kernels::Plan& plan() const { return plan_; }
+  spec::Result<double> sample();
+
+ private:
+  conformance::Backend& child_;
+  spec::Status status_;
+  kernels::Plan plan_;
+  bool prepared_ = false;
 };
 
 // Times shapes on one device. Implementations: the host kernels (std::chrono) and the HIP

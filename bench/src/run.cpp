@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <pacts/backends/plugin.h>
+#include <pacts/backends/process.h>
 #include <pacts/conformance/backend.h>
 #include <pacts/conformance/fault_backend.h>
 #include <pacts/conformance/property.h>
@@ -48,12 +49,16 @@ spec::Status check_options(const Target& target, const Options& o) {
     return spec::invalid_argument("partition_size " + std::to_string(o.partition_size) +
                                   ", partitions " + std::to_string(o.partitions) +
                                   ": give at most one, and neither negative");
-  for (const std::string& b : o.beside)
-    if (b.rfind(backends::kPluginPrefix, 0) != 0 || b.size() <= 4 ||
-        b.find('+') != std::string::npos)
+  for (const std::string& b : o.beside) {
+    const bool plugin = b.rfind(backends::kPluginPrefix, 0) == 0 && b.size() > 4 &&
+                        b.find('+') == std::string::npos;
+    const bool child = b.rfind(backends::kProcessPrefix, 0) == 0 && b.size() > 5;
+    if (!plugin && !child)
       return spec::invalid_argument("beside backend '" + b +
                                     "': accepted lib:PATH (a plugin with timed calls, backend "
-                                    "ABI version 3), without a planted fault");
+                                    "ABI version 3), without a planted fault, or exec:CMD (a "
+                                    "child that declares timed calls, spec/process.md §6)");
+  }
   if (o.datasheet_tbs < 0)
     return spec::invalid_argument("datasheet_tbs " + std::to_string(o.datasheet_tbs) +
                                   ": must be >= 0 (0 = from the device name)");
@@ -86,6 +91,33 @@ kernels::Plan plan_of(const conformance::PlanUsed& used) {
   plan.num_partitions = std::max(used.max_partitions, 1);
   plan.partition_size = used.partition_size;
   return plan;
+}
+
+ChildTimed::ChildTimed(conformance::Backend& child, HostInputs& in, uint64_t flush_bytes)
+    : child_(child) {
+  // NaN bytes first: a child that writes nothing fails the output check.
+  std::fill(in.out.begin(), in.out.end(), uint8_t{0xFF});
+  spec::Result<backends::ChildTimedCall> call =
+      backends::child_prepare_timed(child_, in.problem, in.buffers, flush_bytes);
+  if (!call) {
+    status_ = call.status();
+    return;
+  }
+  prepared_ = true;
+  plan_ = plan_of(call.value().plan);
+  plan_.variant += " [timed by the child: " + call.value().method + "]";
+  status_ = check_timed_output(in.problem, in.out, call.value().device_error);
+}
+
+ChildTimed::~ChildTimed() {
+  if (prepared_) (void)backends::child_end_timed(child_);
+}
+
+spec::Result<double> ChildTimed::sample() {
+  if (!status_) return status_;
+  spec::Result<std::vector<double>> us = backends::child_time(child_, 1);
+  if (!us) return us.status();
+  return us.value().front();
 }
 
 std::vector<SideBySide> side_by_side(const Report& report) {
@@ -219,18 +251,22 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
   for (const std::string& name : options.beside) {
     std::unique_ptr<conformance::Backend> peer = conformance::make_backend(name);
     if (!peer) return spec::invalid_argument("beside backend " + name + ": cannot be loaded");
+    const bool child = name.rfind(backends::kProcessPrefix, 0) == 0;
     const std::optional<backends::TimedCalls> timed = backends::plugin_timed_calls(*peer);
-    if (!timed)
+    if (child ? !backends::child_timed_calls(*peer) : !timed)
       return spec::not_supported("beside backend " + name +
-                                 ": declares no timed calls (backend ABI version 3)");
+                                 (child ? ": declares no timed calls (spec/process.md §6)"
+                                        : ": declares no timed calls (backend ABI version 3)"));
     const backends::PluginInfo* info = backends::plugin_info(*peer);
+    const backends::ProcessInfo* process = backends::process_info(*peer);
+    const std::string declared = info ? info->declared : process ? process->declared : "peer";
     BesideBackend b;
     b.backend = name;
-    b.variant = "peer:" + (info ? info->declared : name);
+    b.variant = "peer:" + declared;
     b.device = peer->device();
-    b.version = info ? info->version : "";
+    b.version = info ? info->version : process ? process->kernel_version : "";
     Options peer_gate = options;
-    peer_gate.gate_case_dir = options.gate_case_dir + "/" + (info ? info->declared : "peer");
+    peer_gate.gate_case_dir = options.gate_case_dir + "/" + declared;
     b.gate = run_gate(*peer, peer_gate);
     if (!b.gate.passed) {
       std::string ids;
@@ -238,7 +274,10 @@ spec::Result<Report> run_shapes(std::string_view set, std::vector<Shape> todo,
       report.notes.push_back(b.variant + " (" + name + ") failed the gate (" + ids +
                              "): timed as a reference beside the gated kernels, not qualified");
     }
-    beside.push_back({b.variant, peer.get(), timed->device_memory, timed->graph_capturable});
+    if (child)
+      beside.push_back({b.variant, peer.get(), false, false, true});
+    else
+      beside.push_back({b.variant, peer.get(), timed->device_memory, timed->graph_capturable});
     report.beside.push_back(std::move(b));
     peers_owned.push_back(std::move(peer));
   }

@@ -1007,6 +1007,63 @@ TEST(Command, PluginsAreGatedAndTimedBesideTheTarget) {
   EXPECT_NE(bad.err.find("beside backend 'hip': accepted lib:PATH"), std::string::npos) << bad.err;
 }
 
+// Children of the process backend timed beside the target (spec/process.md §6): gated like any
+// backend, prepared once on the same inputs (host memory), each sample one timed call the child
+// measures, its rows and side-by-side ratios like a plugin's. A child whose prepared call writes
+// NaN gets an error row (exit status 4), one that answers a time with a negative figure an error
+// row naming the field; a child that declares no timed calls is refused before anything is timed.
+TEST(Command, ChildrenAreGatedAndTimedBesideTheTarget) {
+  const std::filesystem::path dir = fresh_dir("beside_child");
+  const std::string common = " --set peers --limit 1 --gate-cases 2 --repeats 3 --warmup 1 "
+                             "--seed 7 --threads 2 --ceiling-mib 8 --case-dir " +
+                             (dir / "failures").string();
+  const std::string child = std::string("\"exec:") + PACTS_CHILD_EXE + " --backend host\"";
+  const Command c = run_bench("--backend host --backend " + child + common + " --json " +
+                                  (dir / "r.json").string(),
+                              dir);
+  ASSERT_EQ(c.status, 0) << c.err << c.out;
+  const auto report = from_json(read(dir / "r.json"));
+  ASSERT_TRUE(report) << report.status().to_string();
+  const Report& r = report.value();
+  ASSERT_EQ(r.beside.size(), 1u);
+  EXPECT_EQ(r.beside[0].variant, "peer:host");
+  EXPECT_TRUE(r.beside[0].gate.ran && r.beside[0].gate.passed);
+  ASSERT_EQ(r.rows.size(), 2u);
+  for (const Row& row : r.rows) {
+    EXPECT_TRUE(row.ok()) << row.variant << ": " << row.status;
+    EXPECT_EQ(row.time.samples, 3);
+    EXPECT_GT(row.time.min_us, 0.0);
+  }
+  EXPECT_EQ(r.rows[1].variant, "peer:host");
+  // The same kernels in the child: the same plan, and the child says how it timed them.
+  EXPECT_EQ(r.rows[1].plan.rfind(r.rows[0].plan.substr(0, r.rows[0].plan.find(' ')), 0), 0u)
+      << r.rows[1].plan;
+  EXPECT_NE(r.rows[1].plan.find("[timed by the child: host clock"), std::string::npos) << r.rows[1].plan;
+  const std::vector<SideBySide> sbs = side_by_side(r);
+  ASSERT_EQ(sbs.size(), 1u);
+  ASSERT_EQ(sbs[0].ratios.size(), 1u);
+  EXPECT_DOUBLE_EQ(sbs[0].ratios[0], r.rows[1].time.median_us / r.rows[0].time.median_us);
+
+  const auto planted = [](const std::string& fault) {
+    return std::string("\"exec:") + PACTS_PLANTED_CHILD_EXE + " --fault " + fault +
+           " --on 1000000 --backend host\"";
+  };
+  const Command nan = run_bench("--backend host --backend " + planted("time-nan") + common, dir);
+  EXPECT_EQ(nan.status, 4) << nan.err << nan.out;
+  EXPECT_NE(nan.out.find("non-finite output"), std::string::npos) << nan.out;
+  const Command garbage = run_bench("--backend host --backend " + planted("time-garbage") + common, dir);
+  EXPECT_EQ(garbage.status, 4) << garbage.err << garbage.out;
+  EXPECT_NE(garbage.out.find("answered garbage: times_us"), std::string::npos) << garbage.out;
+
+  const Command untimed = run_bench(std::string("--backend host --backend \"exec:") + PACTS_CHILD_EXE +
+                                        " --backend reference\"" + common,
+                                    dir);
+  EXPECT_NE(untimed.status, 0);
+  EXPECT_NE((untimed.out + untimed.err).find("declares no timed calls (spec/process.md §6)"),
+            std::string::npos)
+      << untimed.err << untimed.out;
+}
+
 TEST(Options, BadValuesAreRefusedByName) {
   const std::filesystem::path dir = fresh_dir("options");
   const auto host = parse_target("host");

@@ -49,5 +49,15 @@ def decode(call):
     return out, (lse if call.problem["want_lse"] else None), error
 
 
+def prepare(call):
+    """The timed form (spec/process.md section 6): each launch is a whole decode on the host."""
+    state = {}
+
+    def launch():
+        state["result"] = decode(call)
+
+    return pacts_child.Prepared(launch, lambda: state["result"], pacts_child.HostClock())
+
+
 if __name__ == "__main__":
-    sys.exit(pacts_child.serve(decode, name="numpy-decode", device="cpu (NumPy)"))
+    sys.exit(pacts_child.serve(decode, name="numpy-decode", device="cpu (NumPy)", prepare=prepare))

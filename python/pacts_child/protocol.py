@@ -70,28 +70,52 @@ def unsupported(problem, caps):
     return None
 
 
-def serve(decode, name, device, caps=None, numerics=None, variant=None, stdin=None, stdout=None):
+def serve(decode, name, device, caps=None, numerics=None, variant=None, stdin=None, stdout=None,
+          prepare=None):
     """Serves `decode` until pacts sends exit or closes the pipe.
 
     decode(call) gets a Call (pacts_child.call) and returns (out, lse, device_error): out a float
     array [B, L, Hq, D] of the exact results before the final rounding (the package rounds once
     to the output format), lse [B, L, Hq] (natural log, the sink excluded) or None when the
     problem does not ask for it, and the PACTS_DEVERR_* bits. It raises NotSupported for a
-    problem outside what it computes."""
+    problem outside what it computes.
+
+    prepare(call), optional, returns a pacts_child.Prepared (pacts_child.timing): with it the
+    child declares timed calls and pacts-bench can time the kernel beside pacts' own
+    (spec/process.md section 6)."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     caps = caps or capabilities()
     numerics = numerics or dict(FLOAT64_NUMERICS)
     hello = {"protocol": "pacts-process", "version": PROTOCOL_VERSION, "name": name,
              "device": device, "capabilities": caps, "numerics": numerics}
+    if prepare is not None:
+        hello["timed_calls"] = True
     stdout.write(json.dumps(hello) + "\n")
     stdout.flush()
+    prepared = None
     for line in stdin:
         request = json.loads(line)
         op = request.get("op")
         if op == "exit":
             return 0
-        if op != "run":  # run_replayed only reaches a child that declares plan_replay
+        if prepare is not None and op in ("time", "time_end"):
+            reply = {"id": request["id"], "status": "ok", "message": ""}
+            if prepared is None:
+                reply["status"], reply["message"] = "InvalidArgument", f"{op}: no call prepared (time_prepare first)"
+            elif op == "time_end":
+                prepared = None
+            else:
+                try:
+                    reply["times_us"] = [float(t) for t in prepared.clock.time(int(request["reps"]))]
+                except Exception as e:
+                    traceback.print_exc(file=sys.stderr)
+                    reply["status"], reply["message"] = "Internal", f"{type(e).__name__}: {e}"
+            stdout.write(json.dumps(reply) + "\n")
+            stdout.flush()
+            continue
+        if op != "run" and not (prepare is not None and op == "time_prepare"):
+            # run_replayed only reaches a child that declares plan_replay
             sys.stderr.write(f"pacts_child: not a request this child serves: {line}")
             return 2
         reply = {"id": request["id"], "status": "ok", "message": "", "device_error": 0,
@@ -101,7 +125,15 @@ def serve(decode, name, device, caps=None, numerics=None, variant=None, stdin=No
             why = unsupported(call.problem, caps)
             if why is not None:
                 raise NotSupported(why)
-            out, lse, device_error = decode(call)
+            if op == "time_prepare":
+                prepared = None
+                ready = prepare(call)
+                ready.launch()  # the untimed first call, whose results pacts checks
+                out, lse, device_error = ready.result()
+                reply["method"] = ready.clock.setup(ready, request.get("flush_bytes", 0))
+                prepared = ready
+            else:
+                out, lse, device_error = decode(call)
             call.write(np.asarray(out, dtype=np.float64), lse)
             reply["device_error"] = int(device_error)
         except NotSupported as e:

@@ -96,6 +96,20 @@ class NumpyKernelThroughPacts(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0, r.stdout[-4000:])
         self.assertIn("FAILED", r.stdout)
 
+    def test_timed_beside_pacts_host_kernels(self):
+        """spec/process.md section 6: pacts-bench gates the child and times its prepared call
+        beside the host kernels on the same inputs (the side-by-side table names it)."""
+        bench = os.path.join(BUILD, "bench", "pacts-bench")
+        cmd = [bench, "--backend", "host", "--backend", f"exec:{sys.executable} {EXAMPLE}",
+               "--set", "peers", "--limit", "1", "--repeats", "2", "--warmup", "0",
+               "--gate-cases", "1", "--no-unsafe", "--peers", "none", "--threads", "2",
+               "--ceiling-mib", "8", "--case-dir", os.path.join(BUILD, "python-failures")]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout[-4000:] + r.stderr[-2000:])
+        self.assertIn("peer:numpy-decode", r.stdout)
+        self.assertIn("timed by the child: host clock (time.perf_counter)", r.stdout)
+        self.assertIn("peer:numpy-decode: geomean ratio", r.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

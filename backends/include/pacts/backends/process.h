@@ -48,6 +48,29 @@ struct ProcessInfo {
 };
 const ProcessInfo* process_info(const conformance::Backend& backend);
 
+// ---- Timed calls (spec/process.md §6): a child timed beside pacts' kernels by pacts-bench ----
+
+// What a child's time_prepare reported: the plan it prepared, how it times, the device error
+// bits of its untimed first call.
+struct ChildTimedCall {
+  conformance::PlanUsed plan;
+  std::string method;
+  uint32_t device_error = 0;
+};
+// Whether `backend` is a process backend whose child declared timed calls.
+bool child_timed_calls(const conformance::Backend& backend);
+// The problem of `buffers` (host memory, as run() takes) prepared in the child with an L2 flush of
+// `flush_bytes` before each timed call; its first, untimed call's results land in `buffers`' out
+// and lse as run()'s do. A child that crashes, hangs or answers garbage gives run()'s failures.
+spec::Result<ChildTimedCall> child_prepare_timed(conformance::Backend& backend,
+                                                 const pacts_problem& problem,
+                                                 const pacts_buffers& buffers, uint64_t flush_bytes);
+// `reps` timed calls of the prepared call: each the time of the decode alone as the child
+// measured it, in microseconds.
+spec::Result<std::vector<double>> child_time(conformance::Backend& backend, int32_t reps);
+// Releases the prepared call.
+spec::Status child_end_timed(conformance::Backend& backend);
+
 // Registers the prefix "exec:" in the conformance registry (a refusal is printed on stderr and
 // makes no backend).
 void register_process_backend();
@@ -59,6 +82,9 @@ struct ChildIdentity {
   std::string name;            // 1-64 characters of [A-Za-z0-9._-]
   std::string device;          // non-empty
   std::string driver, runtime, kernel_version;
+  // Serve spec/process.md §6's timed calls, timed by the host clock around each run() (for a
+  // backend that computes in host memory: pacts-child's host backend).
+  bool timed_calls = false;
 };
 
 // The handshake line (spec/process.md §2, without the newline) that declares `backend`.
@@ -71,6 +97,9 @@ struct ServeHooks {
   // The output allocation's bytes after a successful call, before they are written; may change
   // them.
   std::function<void(int64_t id, std::vector<uint8_t>& out)> after_call;
+  // The output allocation's bytes after a time_prepare's untimed call (spec/process.md §6);
+  // may change them.
+  std::function<void(std::vector<uint8_t>& out)> after_time_prepare;
   // The reply line as it will be written; may return something else.
   std::function<std::string(int64_t id, std::string reply)> reply;
 };
