@@ -199,7 +199,7 @@ bool k_scale_on_logit(pacts_format kv, pacts_scale_mode k_mode, float k_scale,
 // kBulk: the bf16 kernel of calls whose rows all move by bulk copies (rows_bulk), compiled
 // without the other copy paths (src/kernel_mma.h stage_tile).
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false, bool kRing = false, bool kBulk = false>
+          bool kKLogit = false, bool kRing = false, bool kBulk = false, bool kVt = false>
 spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipStream_t stream) {
   // Dynamic shared memory: above the 48 KiB a block gets by default on NVIDIA (trap 5) it must be
   // asked for. The AMD kernels stay within gfx942's 64 KiB of LDS; the NVIDIA split kernels'
@@ -212,7 +212,7 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   constexpr int kSmem = static_cast<int>(sizeof(detail::MmaSmem<D, kSplitV, kFormat, kRing>));
   constexpr int kTileThreads = detail::MmaShape<D, kSplitV, kRing>::kThreads;
   const auto tile_kernel =
-      detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit, kRing, kBulk>;
+      detail::split_kv_mma_kernel<D, kFormat, kSplitV, kVCodes, kNarrow, kKLogit, kRing, kBulk, kVt>;
   static_assert(detail::kMmaSmemFits<D, kSplitV, kFormat, kRing>,
                 "the plan's blocks per multiprocessor must fit the H200's shared memory");
 #else
@@ -308,6 +308,20 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
   // as scaled fp32 values cut into bf16 parts (kSplitV, src/kernel_mma.h).
   constexpr bool kSplit = true;
   if (prm.kv_format == PACTS_FORMAT_BF16 && prm.v.scale_mode == PACTS_SCALE_NONE) {
+#if PACTS_HIP_MATRIX_UNIT
+    // V whose consecutive tokens are adjacent (dim-major V): staged as V^T (src/kernel_mma.h,
+    // kVt), the transposed form at <= 8 rows as for the other layouts.
+    if (detail::kVtAllowed && prm.v.s_tok == 1) {
+#if !defined(PACTS_EXPERIMENT_NO_NARROW)
+      if constexpr (D <= 128)
+        if (prm.rows_per_item <= 8)
+          return launch<D, PACTS_FORMAT_BF16, false, false, true, false, false, false, true>(
+              prm, items, merge_items, stream);
+#endif
+      return launch<D, PACTS_FORMAT_BF16, false, false, false, false, false, false, true>(
+          prm, items, merge_items, stream);
+    }
+#endif
 #if PACTS_HIP_MATRIX_UNIT && !defined(PACTS_EXPERIMENT_NO_NARROW)  // the latter: a bench/ variant
     if constexpr (D <= 128)
       if (prm.rows_per_item <= 8) {

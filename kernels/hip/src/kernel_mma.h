@@ -281,14 +281,80 @@ inline constexpr bool kRowsByCpAsync = true;
 inline constexpr bool kRowsByCpAsync = false;
 #endif
 
+// kVt: the bf16 kernel of a V pool whose consecutive tokens are adjacent for every dim
+// (s_tok == 1: vLLM's and aiter's dim-major V, spec/operator.md §3.2), chosen by the host. Its V
+// stage holds V^T: element (key, d) at vt_at(d, key), dim rows of 16 keys (32 bytes), the key
+// half XORed with bit 2 of the dim so that the 8 dim rows an ldmatrix phase reads fall in 8
+// distinct 16-byte bank groups. Keys are adjacent in the pool where a row's dims are not, so the
+// 8 keys of a half tile move by one 16-byte cp.async per dim (asynchronous, as row chunks are in
+// the other layouts), where a row-major stage would load each element alone. The P.V fragments
+// are then read by ldmatrix without .trans. Timing experiment only (bench/ variant vt_before):
+// never, dim-major V staged row by row as before.
+#if defined(PACTS_EXPERIMENT_NO_VT)
+inline constexpr bool kVtAllowed = false;
+#else
+inline constexpr bool kVtAllowed = true;
+#endif
+__device__ inline int vt_at(int d, int key) {
+  return d * 16 + (((key >> 3) ^ ((d >> 2) & 1)) << 3) + (key & 7);
+}
+
+// V^T of the tile of the lanes' slot_entry values into `vt`: where both halves of the tile are 8
+// owned keys in a row of one page (every interior tile at pages of 8 keys or more), each lane
+// copies its dims' halves by cp.async (16 bytes aligned; loads otherwise); a tile with an unowned
+// key or a page boundary inside a half goes key by key, the unowned keys' elements zeros of the
+// kernel's own (their entries and rows are never read: spec/contract.md §5).
+template <int D>
+__device__ void stage_vt(const Params& p, int64_t kv_head, int64_t entry, uint16_t* vt, int lane) {
+  constexpr int kKeys = MmaShape<D, false>::kKeys;
+  const uint16_t* const pool = reinterpret_cast<const uint16_t*>(p.v.data);
+  const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < kKeys && entry >= 0) & 0xFFFFu;
+  const int64_t e0 = PACTS_SHFL(entry, 0), e7 = PACTS_SHFL(entry, 7);
+  const int64_t e8 = PACTS_SHFL(entry, 8), e15 = PACTS_SHFL(entry, 15);
+  if (owned == 0xFFFFu && e7 == e0 + 7 && e15 == e8 + 7) {
+    int64_t r0 = 0, r8 = 0, unused = 0;
+    kv_rows<PACTS_FORMAT_BF16>(p, kv_head, e0 >> 32, e0 & 0xFFFFFFFF, 0, unused, r0);
+    kv_rows<PACTS_FORMAT_BF16>(p, kv_head, e8 >> 32, e8 & 0xFFFFFFFF, 0, unused, r8);
+#pragma unroll
+    for (int n = 0; n < 2 * D / gpu::kWarpSize; ++n) {
+      const int idx = lane + n * gpu::kWarpSize, d = idx >> 1, half = idx & 1;
+      const uint16_t* src = pool + (half ? r8 : r0) + chunk_offset(p.v, d);
+      uint16_t* dst = vt + vt_at(d, 8 * half);
+      if ((reinterpret_cast<uintptr_t>(src) & 15u) == 0) {
+        gpu::cp_async16(dst, src);
+      } else {
+        uint16_t x[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) x[i] = src[i];
+        *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(x);
+      }
+    }
+    return;
+  }
+#pragma unroll 1
+  for (int key = 0; key < kKeys; ++key) {
+    const int64_t e = PACTS_SHFL(entry, key);
+    int64_t row = 0, unused = 0;
+    if (e >= 0) kv_rows<PACTS_FORMAT_BF16>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, unused, row);
+#pragma unroll
+    for (int i = 0; i < D / gpu::kWarpSize; ++i) {
+      const int d = lane + i * gpu::kWarpSize;
+      uint16_t x = 0;
+      if (e >= 0) x = pool[row + chunk_offset(p.v, d)];  // unowned: never an address
+      vt[vt_at(d, key)] = x;
+    }
+  }
+}
+
 // kBulk: the instantiation the host launches only where every row moves by a bulk copy
 // (p.rows_bulk): the other copy paths are not compiled into it.
-template <int D, bool kBulk = false>
+// kVt: V^T from a pool of adjacent tokens (stage_vt), K as in the general path.
+template <int D, bool kBulk = false, bool kVt = false>
 __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            uint64_t* bar, int lane) {
   using S = MmaShape<D, false>;
   constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
-  if (kBulk || p.rows_bulk) {
+  if (!kVt && (kBulk || p.rows_bulk)) {
     const int slot = lane % S::kKeys;
     const bool v_lane = lane >= S::kKeys;
     const int64_t e = PACTS_SHFL(entry, slot);
@@ -338,7 +404,7 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
     const int64_t e = PACTS_SHFL(entry, slot);
     if (e < 0) {  // unowned: never an address; zeros of the kernel's own
       *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
+      if constexpr (!kVt) *reinterpret_cast<uint4*>(vd) = make_uint4(0, 0, 0, 0);
       continue;
     }
     const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
@@ -351,8 +417,9 @@ __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint
       decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
       *reinterpret_cast<uint4*>(kd) = round8(x);
     }
-    copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
+    if constexpr (!kVt) copy_bf16x8(p.v, v_row, col, kHoist ? v_col0 : chunk_offset(p.v, col), vd);
   }
+  if constexpr (kVt) stage_vt<D>(p, kv_head, entry, stage + S::kTileElems, lane);
 }
 
 // The ring's copies of a tile (kRing, bulk rows only): as stage_tile's bulk rows, by the producer
@@ -674,13 +741,14 @@ struct SplitSegment {
 // 2^112). K is then not rounded at all (the declared u_q only loosens the bound) and the product
 // by the scale is a rounding the "+4" of gamma_{D+4}(u_logit) holds.
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
-          bool kKLogit = false, bool kRing = false, bool kBulk = false>
+          bool kKLogit = false, bool kRing = false, bool kBulk = false, bool kVt = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV, kRing>::kThreads,
                                   MmaShape<D, kSplitV, kRing>::kBlocksPerSm)
 split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV, kRing>;
   static_assert(!kRing || kNarrow, "the ring: the bf16 kernel's transposed form");
   static_assert(!kBulk || (!kSplitV && !kRing), "bulk rows only: the bf16 kernel's per-warp stages");
+  static_assert(!kVt || (!kSplitV && !kRing && !kBulk), "V^T stages: the bf16 kernel's general path");
   static_assert(!kNarrow || D <= 128, "the transposed form: D <= 128");
   static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
                 "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
@@ -1082,7 +1150,7 @@ split_kv_mma_kernel(const Params p) {
     constexpr int kAblate = 0;
 #endif
     uint32_t fold = 0;
-    if (kBulk || p.rows_bulk) {
+    if (!kVt && (kBulk || p.rows_bulk)) {
       if (lane == 0)
         for (int i = 0; i < S::kStages; ++i) gpu::mbarrier_init(&bars[i], 1);
       gpu::fence_mbarrier_init();
@@ -1095,7 +1163,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
     for (int i = 0; i + 1 < S::kStages; ++i) {
       if (tile + i * S::kWarps < last)
-        stage_tile<D, kBulk>(p, kv_head, entry, stages + i * S::kStageElems, &bars[i], lane);
+        stage_tile<D, kBulk, kVt>(p, kv_head, entry, stages + i * S::kStageElems, &bars[i], lane);
       gpu::cp_async_commit();
       entry = entry_of(tile + (i + 1) * S::kWarps);
     }
@@ -1105,12 +1173,12 @@ split_kv_mma_kernel(const Params p) {
       const int64_t ahead = tile + (S::kStages - 1) * S::kWarps;
       if (ahead < last && (kAblate != 2)) {  // tiles ahead in flight while this one is computed
         PACTS_WARP_SYNC();  // every lane is done with stage sa_at (an earlier tile)
-        stage_tile<D, kBulk>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
+        stage_tile<D, kBulk, kVt>(p, kv_head, entry, stages + sa_at * S::kStageElems, &bars[sa_at], lane);
       }
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
-        if ((kBulk || p.rows_bulk) && !kRowsByCpAsync)
+        if (!kVt && (kBulk || p.rows_bulk) && !kRowsByCpAsync)
           gpu::mbarrier_wait_parity(&bars[sc_at], phase);
         else
           gpu::cp_async_wait<S::kStages - 1>();
@@ -1137,11 +1205,16 @@ split_kv_mma_kernel(const Params p) {
         uint32_t pb[4];
         softmax_step_t(st, tile * S::kKeys, pb);
         // O^T += V^T P^T: V^T's A fragments by ldmatrix.trans (dims 16 m.., keys 0-7 then 8-15).
+        // kVt: V^T staged, A fragments without .trans (dims 16 m + 8 (l / 8 % 2) + l % 8, keys
+        // half l / 16).
         const int va_row = lane % 8 + (lane / 16) * 8, va_chunk = (lane / 8) % 2;
 #pragma unroll
         for (int m = 0; m < kAccTiles; ++m) {
           uint32_t va[4];
-          gpu::ldmatrix_x4_trans(va, vt + va_row * S::kRowPad + (2 * m + va_chunk) * 8);
+          if constexpr (kVt)
+            gpu::ldmatrix_x4(va, vt + vt_at(16 * m + 8 * va_chunk + lane % 8, 8 * (lane / 16)));
+          else
+            gpu::ldmatrix_x4_trans(va, vt + va_row * S::kRowPad + (2 * m + va_chunk) * 8);
           gpu::mma_bf16_16816(acc[m], va, pb[0], pb[1]);
         }
       } else {
@@ -1155,10 +1228,15 @@ split_kv_mma_kernel(const Params p) {
         uint32_t pa[4];
         softmax_step(sc, tile * S::kKeys, pa);
         // acc += P V: V^T fragments by ldmatrix.trans, two N-tiles of 8 dims per load.
+        // kVt: V^T staged, read without .trans (dims 16 dp + 8 (l / 16) + l % 8, keys half
+        // l / 8 % 2).
 #pragma unroll
         for (int dp = 0; dp < S::kDTiles / 2; ++dp) {
           uint32_t bv[4];
-          gpu::ldmatrix_x4_trans(bv, vt + v_row * S::kRowPad + (2 * dp + v_chunk) * 8);
+          if constexpr (kVt)
+            gpu::ldmatrix_x4(bv, vt + vt_at(16 * dp + 8 * (lane / 16) + lane % 8, 8 * ((lane / 8) % 2)));
+          else
+            gpu::ldmatrix_x4_trans(bv, vt + v_row * S::kRowPad + (2 * dp + v_chunk) * 8);
           gpu::mma_bf16_16816(acc[2 * dp], pa, bv[0], bv[1]);
           gpu::mma_bf16_16816(acc[2 * dp + 1], pa, bv[2], bv[3]);
         }
