@@ -632,7 +632,8 @@ std::optional<int> fitting_exponent(int want, Fits fits) {
 }
 
 enum class Extreme {
-  kAsGenerated, kMxKeyScales, kHugeKey, kHugeQuery, kHugeValues, kHugeLogits, kNegativeLogits
+  kAsGenerated, kMxKeyScales, kHugeKey, kHugeQuery, kHugeValues, kHugeLogits, kNegativeLogits,
+  kTinyValues
 };
 
 const char* extreme_name(Extreme x) {
@@ -645,6 +646,9 @@ const char* extreme_name(Extreme x) {
     case Extreme::kHugeLogits: return "logits near 2^62 through softmax_scale, sinks +-2^64";
     case Extreme::kNegativeLogits:
       return "every logit of a row far below -5e4 (finite; a sentinel maximum misses them)";
+    case Extreme::kTinyValues:
+      return "V near 2^-100 (per-token V scales of fp8 pools, a per-tensor scale, or e8m0 V bytes "
+             "near 0)";
   }
   return "?";
 }
@@ -687,6 +691,22 @@ CaseSpec extreme_spec(const CaseSpec& spec, Extreme x) {
       if (sh.out_format == PACTS_FORMAT_FP16) sh.out_format = PACTS_FORMAT_FP32;  // R2: fp16 <= 2^15
       break;
     case Extreme::kHugeLogits: break;
+    case Extreme::kTinyValues: {
+      // The V values of every key near 2^-100, below what an fp8 code times a per-token scale
+      // can give through a kernel's matrix path (kernels/hip: its tiny keys, on the CUDA cores):
+      // per-token scales for the fp8 formats, a per-tensor one for the others, e8m0 bytes near 0
+      // for MXFP4 (2^-127 to 2^-121). An fp32 output: fp16 has no value there.
+      const bool fp8 = sh.kv_format == PACTS_FORMAT_E4M3FN || sh.kv_format == PACTS_FORMAT_E4M3FNUZ ||
+                       sh.kv_format == PACTS_FORMAT_E5M2 || sh.kv_format == PACTS_FORMAT_E5M2FNUZ;
+      if (mx) {
+        sh.v_e8m0_lo = 0;
+        sh.v_e8m0_hi = 6;
+      } else {
+        sh.v_scale_mode = fp8 ? PACTS_SCALE_PER_TOKEN : PACTS_SCALE_PER_TENSOR;
+      }
+      if (sh.out_format == PACTS_FORMAT_FP16) sh.out_format = PACTS_FORMAT_FP32;
+      break;
+    }
     case Extreme::kNegativeLogits: {
       // K's dim 0 is +1 and Q's dim 0 is -128 at every position, so that q . k is dominated by
       // -128 k-scale and every logit of a row is negative; apply_extreme then scales them far
@@ -786,6 +806,29 @@ bool apply_extreme(CaseData& c, Extreme x, uint64_t seed) {
         if (std::isfinite(l) && l < -6e4) return true;
       return false;
     }
+    case Extreme::kTinyValues: {
+      if (mx) return true;
+      const double code_max = max_abs_code(c.v, p.kv_format);
+      if (code_max == 0) return false;
+      if (p.v_scale_mode == PACTS_SCALE_PER_TENSOR) {
+        p.v_scale = std::ldexp(1.0f, -100 - ceil_log2(code_max));
+        return true;
+      }
+      if (p.v_scale_mode != PACTS_SCALE_PER_TOKEN) return false;
+      // Every per-token scale times the same power of two, so that code_max times the largest
+      // lands at or below 2^-100 (a scale may become an fp32 subnormal or 0: R2 allows it).
+      std::vector<float> s(c.v_scale.size() / 4);
+      std::memcpy(s.data(), c.v_scale.data(), s.size() * 4);
+      double s_max = 0;
+      for (float scale : s)
+        if (std::isfinite(scale)) s_max = std::max(s_max, std::fabs(double{scale}));
+      if (s_max == 0) return false;
+      const int down = ceil_log2(code_max * s_max) + 100;
+      for (float& scale : s)
+        if (std::isfinite(scale)) scale = std::ldexp(scale, -down);
+      std::memcpy(c.v_scale.data(), s.data(), s.size() * 4);
+      return true;
+    }
     case Extreme::kMxKeyScales:
     case Extreme::kAsGenerated: return true;
   }
@@ -838,9 +881,12 @@ Outcome range_extremes(PropertyContext& ctx, const CaseSpec& spec0) {
     x = Extreme::kMxKeyScales;  // MXFP4 has no per-tensor scale: its K extremes are e8m0 bytes
   const Outcome first = judge_extreme(ctx, spec0, x);
   if (first.failed() || generated_extreme) return first;
-  // Every case also places very negative logits (flashinfer #4450: a finite sentinel maximum).
+  // Every case also places very negative logits (flashinfer #4450: a finite sentinel maximum)
+  // and values near the bottom of R2 (a kernel that drops or flushes tiny values).
   const Outcome second = judge_extreme(ctx, spec0, Extreme::kNegativeLogits);
   if (second.failed()) return second;
+  const Outcome third = judge_extreme(ctx, spec0, Extreme::kTinyValues);
+  if (third.failed()) return third;
   if (first.verdict == Verdict::kPass || second.verdict == Verdict::kNotApplicable) return first;
   return second;
 }

@@ -44,6 +44,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kNeighbourStateLeak, "neighbour_state_leak", spec::BugClass::empty_rows},
     {Fault::kFalseNotSupported, "false_not_supported", spec::BugClass::false_refusal},
     {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch", spec::BugClass::plan_dependence},
+    {Fault::kTinyVScalesFlushed, "tiny_v_scales_flushed", spec::BugClass::scale_application},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +218,7 @@ class FaultBackend final : public Backend {
       case Fault::kNeighbourStateLeak: return neighbour_state_leak(p, b, hint);
       case Fault::kFalseNotSupported: return false_not_supported(p, b, hint);
       case Fault::kInvariantPlanFromBatch: return invariant_plan_from_batch(p, b, hint);
+      case Fault::kTinyVScalesFlushed: return tiny_v_scales_flushed(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -295,6 +297,27 @@ class FaultBackend final : public Backend {
       leak_into_sequence(p, b, seq, leak);
     }
     return r;
+  }
+
+  // tiny_v_scales_flushed. Bug class: a kernel that takes a per-token V scale into its matrix
+  // path by exponent (code x 2^e) and flushes, or sends to a path it then skips, the keys whose
+  // products would fall below the path's range (kernels/hip's mutant hip_tiny_keys_dropped is
+  // this bug in its fold). Modelled by running the inner backend with every per-token V scale
+  // below 2^-90 read as 0. Violates spec/operator.md §7 (the scale multiplies the value) and
+  // spec/contract.md R2 (such values are in range). Expected catcher: PACTS-EDGE-5 (its values
+  // near 2^-100); other cases hold no such scale.
+  RunResult tiny_v_scales_flushed(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) {
+    if (p.v_scale_mode != PACTS_SCALE_PER_TOKEN) return inner_->run(p, b, hint);
+    std::vector<uint8_t> copy = copy_of(b.v_scale);
+    for (size_t at = 0; at + 4 <= copy.size(); at += 4) {
+      float s;
+      std::memcpy(&s, &copy[at], 4);
+      if (std::fabs(s) < 0x1p-90f) s = 0.0f;
+      std::memcpy(&copy[at], &s, 4);
+    }
+    pacts_buffers flushed = b;
+    flushed.v_scale = pacts_view{copy.data(), copy.size()};
+    return inner_->run(p, flushed, hint);
   }
 
   // causal_off_by_one. Bug class: a causal bound written `j <= pos + 1` (or a position computed

@@ -76,6 +76,7 @@ const std::vector<Expectation>& expectations() {
       {Fault::kFalseNotSupported, "PACTS-REFUSE-2"},
       {Fault::kInvariantPlanFromBatch, "PACTS-META-4", kCases,
        "backends/tests/host_conformance_test.cpp (HostFaults.InvariantPlanFromBatchIsCaught)"},
+      {Fault::kTinyVScalesFlushed, "PACTS-EDGE-5"},
   };
   return all;
 }

@@ -34,6 +34,7 @@ enum class Fault {
   kNeighbourStateLeak,    // an empty sequence gets the previous sequence's rows
   kFalseNotSupported,     // a declared capability (page size 256) is refused as NotSupported
   kInvariantPlanFromBatch,  // the batch-invariant plan's split count taken from the batch size
+  kTinyVScalesFlushed,      // per-token V scales below 2^-90 read as 0 (a tiny key dropped)
                             // (acts on plans: planted in a splitting backend, not the reference)
 };
 
