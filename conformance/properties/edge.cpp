@@ -647,8 +647,8 @@ const char* extreme_name(Extreme x) {
     case Extreme::kNegativeLogits:
       return "every logit of a row far below -5e4 (finite; a sentinel maximum misses them)";
     case Extreme::kTinyValues:
-      return "V near 2^-100 (per-token V scales of fp8 pools, a per-tensor scale, or e8m0 V bytes "
-             "22 to 28)";
+      return "V near 2^-100 (per-token V scales of fp8 pools, a per-tensor scale; MXFP4: K and V "
+             "e8m0 bytes 0 to 6 with a query near 2^119)";
   }
   return "?";
 }
@@ -694,15 +694,15 @@ CaseSpec extreme_spec(const CaseSpec& spec, Extreme x) {
     case Extreme::kTinyValues: {
       // The V values of every key near 2^-100, below what an fp8 code times a per-token scale
       // can give through a kernel's matrix path (kernels/hip: its tiny keys, on the CUDA cores):
-      // per-token scales for the fp8 formats, a per-tensor one for the others, e8m0 bytes 22 to
-      // 28 for MXFP4 (|v| from 2^-106 to 6 x 2^-99: normal fp32 values, so that the outputs stay
-      // out of fp32's subnormal range, where spec/tolerance.md has no term for the products).
-      // An fp32 output: fp16 has no value there.
+      // per-token scales for the fp8 formats, a per-tensor one for the others; for MXFP4, K and V
+      // e8m0 bytes 0 to 6 and a query near 2^119 (outputs deep in fp32's subnormal range:
+      // spec/tolerance.md §3.3's tau_acc). An fp32 output: fp16 has no value there.
       const bool fp8 = sh.kv_format == PACTS_FORMAT_E4M3FN || sh.kv_format == PACTS_FORMAT_E4M3FNUZ ||
                        sh.kv_format == PACTS_FORMAT_E5M2 || sh.kv_format == PACTS_FORMAT_E5M2FNUZ;
       if (mx) {
-        sh.v_e8m0_lo = 22;
-        sh.v_e8m0_hi = 28;
+        sh.k_e8m0_lo = sh.v_e8m0_lo = 0;
+        sh.k_e8m0_hi = sh.v_e8m0_hi = 6;
+        sh.q_exponent = 127 - 6 - 2;  // |q k| near 2^-6 x code products: R1 and R3 hold
       } else {
         sh.v_scale_mode = fp8 ? PACTS_SCALE_PER_TOKEN : PACTS_SCALE_PER_TENSOR;
       }

@@ -86,6 +86,13 @@ double logit_error_bound(const NumericsProfile& prof, const pacts_problem& probl
   return delta;
 }
 
+double underflow_term(const NumericsProfile& prof, double visible) {
+  // §3.3: the accumulation's smallest subnormal, binary64's where u_acc says binary64, else
+  // fp32's; (4n + 2) roundings of half of it.
+  const double sigma = prof.u_acc <= 0x1p-53 ? 0x1p-1074 : 0x1p-149;
+  return (4 * visible + 2) * sigma / 2;
+}
+
 double output_bound(const NumericsProfile& prof, const pacts_problem& problem,
                     const BoundInputs& in, double r) {
   if (in.visible == 0) return 0.0;  // §3.6: empty rows are exact
@@ -105,7 +112,7 @@ double output_bound(const NumericsProfile& prof, const pacts_problem& problem,
   // only when every visible V element is 0 (V1 = 0).
   const double weighted =
       std::isinf(relative) ? (in.sum_abs_v > 0 ? kInf : 0.0) : relative * in.abs_weighted_v;
-  double err = weighted + eta * in.sum_abs_v;
+  double err = weighted + eta * in.sum_abs_v + underflow_term(prof, n);
   if (prof.ftz) err += 2 * kMinNormal32;  // §3.5: flushed V elements and partial results
   // §3.4: one rounding to the output format.
   const double u_out = unit_roundoff(problem.out_format);

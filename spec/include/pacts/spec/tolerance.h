@@ -71,6 +71,11 @@ double logit_error_bound(const NumericsProfile& prof, const pacts_problem& probl
                          const BoundInputs& in);
 
 // Bound on |o - r| for one output element whose reference value is r (spec/tolerance.md §3).
+// §3.3's absolute term for results that underflow: (4 n + 2) roundings, each at most half the
+// smallest subnormal of the accumulation (fp32's, or binary64's where u_acc <= 2^-53), for a row
+// of n visible keys. output_bound includes it.
+double underflow_term(const NumericsProfile& prof, double visible);
+
 double output_bound(const NumericsProfile& prof, const pacts_problem& problem,
                     const BoundInputs& in, double r);
 
