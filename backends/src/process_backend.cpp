@@ -655,19 +655,10 @@ class ProcessBackend final : public Backend {
                  std::span<const int32_t> replayed, const PlanHint& hint,
                  const Json& extra = Json::object(), Json* reply_out = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // The run's time limit: the calls' wall time summed; once spent, every later call is a
-    // Timeout without reaching the child (the backend is skipped, the run goes on).
-    const auto started = std::chrono::steady_clock::now();
-    struct Spend {
-      std::chrono::steady_clock::time_point at;
-      std::chrono::duration<double>* total;
-      ~Spend() { *total += std::chrono::steady_clock::now() - at; }
-    } spend{started, &spent_};
+    const Spend spend{std::chrono::steady_clock::now(), &spent_};
     const int run_limit = run_limit_s();
     const double left_s = run_limit > 0 ? run_limit - spent_.count() : 1e18;
-    if (left_s <= 0)
-      return failed("timed out: the run's time limit of " + std::to_string(run_limit) +
-                    " s (PACTS_EXEC_RUN_LIMIT_S) is spent; the backend is skipped");
+    if (left_s <= 0) return run_limit_spent(run_limit);
     // A problem the spec refuses cannot be written as an exchange directory: it is refused here,
     // with the child's declared requirements, as an adapter's own validation would
     // (spec/process.md §3).
@@ -753,21 +744,27 @@ class ProcessBackend final : public Backend {
     return r;
   }
 
+  // The run's time limit (spec/process.md §5): each request's wall time is added to spent_ when
+  // its Spend ends; once the limit is spent, every later request is a Timeout without reaching
+  // the child (the backend is skipped, the run goes on).
+  struct Spend {
+    std::chrono::steady_clock::time_point at;
+    std::chrono::duration<double>* total;
+    ~Spend() { *total += std::chrono::steady_clock::now() - at; }
+  };
+  RunResult run_limit_spent(int run_limit) {
+    return failed("timed out: the run's time limit of " + std::to_string(run_limit) +
+                  " s (PACTS_EXEC_RUN_LIMIT_S) is spent; the backend is skipped");
+  }
+
   // A request without an exchange directory (spec/process.md §6's time and time_end) to a child
   // that is running: a child that crashed since lost what it had prepared.
   std::optional<RunResult> request(Json req, Json& reply, RunResult& r) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto started = std::chrono::steady_clock::now();
-    struct Spend {
-      std::chrono::steady_clock::time_point at;
-      std::chrono::duration<double>* total;
-      ~Spend() { *total += std::chrono::steady_clock::now() - at; }
-    } spend{started, &spent_};
+    const Spend spend{std::chrono::steady_clock::now(), &spent_};
     const int run_limit = run_limit_s();
     const double left_s = run_limit > 0 ? run_limit - spent_.count() : 1e18;
-    if (left_s <= 0)
-      return failed("timed out: the run's time limit of " + std::to_string(run_limit) +
-                    " s (PACTS_EXEC_RUN_LIMIT_S) is spent; the backend is skipped");
+    if (left_s <= 0) return run_limit_spent(run_limit);
     if (!child_.running()) return failed("crashed: " + child_.ended() + " (its prepared call is lost)");
     const uint64_t id = ++ids_;
     req["id"] = id;
