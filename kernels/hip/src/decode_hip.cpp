@@ -623,6 +623,11 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
     prm.rows_bulk = whole && p.kv_format == PACTS_FORMAT_BF16 &&
                     prm.k.scale_mode == PACTS_SCALE_NONE && prm.v.scale_mode == PACTS_SCALE_NONE;
     prm.raw_bulk = whole;
+    const detail::PoolParams& k = prm.k;
+    prm.k_chunks_bulk = PACTS_HIP_MATRIX_UNIT && p.kv_format == PACTS_FORMAT_BF16 &&
+                        k.scale_mode == PACTS_SCALE_NONE && k.chunk == 8 && k.s_tok == 8 &&
+                        reinterpret_cast<uintptr_t>(k.data) % 16 == 0 && k.s_page % 8 == 0 &&
+                        k.s_head % 8 == 0 && k.s_chunk % 8 == 0;
 #if defined(PACTS_EXPERIMENT_RAW_CP_ASYNC)  // timing experiment only (bench/ variant raw_cp_async)
     prm.raw_bulk = false;
 #endif

@@ -346,14 +346,94 @@ __device__ void stage_vt(const Params& p, int64_t kv_head, int64_t entry, uint16
   }
 }
 
+// The kVt kernels' K stage is chunk-major (kKChunks): element (key, d) at k_at(key, d / 8) + d % 8,
+// the 16 keys' 8-element chunk c one block of 256 bytes, as vLLM's x-packed K (x = 8) stores a
+// chunk of 16 adjacent tokens. Where a tile is 16 owned adjacent keys of one page and the pool's
+// chunks are so stored (p.k_chunks_bulk), each chunk moves by one bulk copy, D / 8 of them per tile
+// instead of 16 16-byte cp.async per lane each with its own address arithmetic; the 8 keys an
+// ldmatrix phase reads at one chunk are 128 contiguous bytes (distinct bank groups). Other tiles
+// and pools go chunk by chunk (cp.async or loads), zeros for unowned keys. Timing experiment only
+// (bench/ variant kchunks_before): the row-major K stage of the other layouts, 16-byte copies.
+#if defined(PACTS_EXPERIMENT_NO_K_CHUNKS)
+inline constexpr bool kKChunksAllowed = false;
+#else
+inline constexpr bool kKChunksAllowed = true;
+#endif
+template <bool kVt>
+inline constexpr bool kKChunks = kVt && kKChunksAllowed;
+
+// Element offset of (key, chunk) in a K tile: chunk-major (kChunkMajor) or rows padded to kRowPad.
+template <int D, bool kChunkMajor>
+__device__ inline int k_at(int key, int chunk) {
+  using S = MmaShape<D, false>;
+  return kChunkMajor ? chunk * (S::kKeys * 8) + key * 8 : key * S::kRowPad + chunk * 8;
+}
+
+// The K tile of the lanes' slot_entry values into `kt`, chunk-major (kKChunks): by D / 8 bulk
+// copies completing on `bar` where the tile is 16 owned adjacent keys of one page and
+// p.k_chunks_bulk holds, else chunk by chunk (lanes of consecutive keys at one chunk: adjacent in
+// x-packed K) with zeros for unowned keys (never addressed). Every call arrives once on `bar`,
+// announcing the bulk copies' bytes or none. A scaled K is decoded and rounded to bf16 as in
+// stage_tile.
+template <int D>
+__device__ void stage_k_chunks(const Params& p, int64_t kv_head, int64_t entry, uint16_t* kt,
+                               uint64_t* bar, int lane) {
+  using S = MmaShape<D, false>;
+  constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
+  const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < S::kKeys && entry >= 0) & 0xFFFFu;
+  const int64_t e0 = PACTS_SHFL(entry, 0), e15 = PACTS_SHFL(entry, S::kKeys - 1);
+  const bool bulk = p.k_chunks_bulk && owned == 0xFFFFu && e15 == e0 + (S::kKeys - 1);
+  // This stage was last read (ldmatrix) or written as ordinary memory: before the bulk writes.
+  gpu::fence_proxy_async_shared();
+  PACTS_WARP_SYNC();
+  if (lane == 0) gpu::mbarrier_arrive_expect_tx(bar, bulk ? S::kKeys * D * 2u : 0u);
+  if (bulk) {
+    int64_t k_row = 0, unused = 0;
+    kv_rows<kFormat>(p, kv_head, e0 >> 32, e0 & 0xFFFFFFFF, 0, k_row, unused);
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(p.k.data) + k_row;
+#pragma unroll
+    for (int c = lane; c < S::kChunks; c += gpu::kWarpSize)
+      gpu::cp_async_bulk_row(kt + k_at<D, true>(0, c), src + c * p.k.s_chunk, S::kKeys * 16u, bar);
+    return;
+  }
+  const bool raw_k = p.k.scale_mode == PACTS_SCALE_NONE;
+#pragma unroll 2
+  for (int n = 0; n < S::kLoads; ++n) {
+    const int idx = lane + n * gpu::kWarpSize;
+    const int slot = idx % S::kKeys, chunk = idx / S::kKeys, col = chunk * 8;
+    uint16_t* kd = kt + k_at<D, true>(slot, chunk);
+    const int64_t e = PACTS_SHFL(entry, slot);
+    if (e < 0) {  // unowned: never an address; zeros of the kernel's own
+      *reinterpret_cast<uint4*>(kd) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
+    int64_t k_row = 0, unused = 0;
+    kv_rows<kFormat>(p, kv_head, page, in_page, col, k_row, unused);
+    if (raw_k) {
+      copy_bf16x8(p.k, k_row, col, chunk_offset(p.k, col), kd);
+    } else {
+      float x[8];
+      decode8<kFormat>(p.k, fetch8<kFormat>(p, p.k, kv_head, page, in_page, k_row, col), col, x);
+      *reinterpret_cast<uint4*>(kd) = round8(x);
+    }
+  }
+}
+
 // kBulk: the instantiation the host launches only where every row moves by a bulk copy
 // (p.rows_bulk): the other copy paths are not compiled into it.
-// kVt: V^T from a pool of adjacent tokens (stage_vt), K as in the general path.
+// kVt: V^T from a pool of adjacent tokens (stage_vt), K chunk-major (stage_k_chunks) or as in the
+// general path.
 template <int D, bool kBulk = false, bool kVt = false>
 __device__ void stage_tile(const Params& p, int64_t kv_head, int64_t entry, uint16_t* stage,
                            uint64_t* bar, int lane) {
   using S = MmaShape<D, false>;
   constexpr pacts_format kFormat = PACTS_FORMAT_BF16;
+  if constexpr (kKChunks<kVt>) {
+    stage_k_chunks<D>(p, kv_head, entry, stage, bar, lane);
+    stage_vt<D>(p, kv_head, entry, stage + S::kTileElems, lane);
+    return;
+  }
   if (!kVt && (kBulk || p.rows_bulk)) {
     const int slot = lane % S::kKeys;
     const bool v_lane = lane >= S::kKeys;
@@ -1150,7 +1230,8 @@ split_kv_mma_kernel(const Params p) {
     constexpr int kAblate = 0;
 #endif
     uint32_t fold = 0;
-    if (!kVt && (kBulk || p.rows_bulk)) {
+    constexpr bool kKc = kKChunks<kVt>;
+    if (kKc || (!kVt && (kBulk || p.rows_bulk))) {
       if (lane == 0)
         for (int i = 0; i < S::kStages; ++i) gpu::mbarrier_init(&bars[i], 1);
       gpu::fence_mbarrier_init();
@@ -1178,10 +1259,14 @@ split_kv_mma_kernel(const Params p) {
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
       if (kAblate != 2 && !PACTS_MUTANT(hip_cp_async_wait_skipped)) {
-        if (!kVt && (kBulk || p.rows_bulk) && !kRowsByCpAsync)
-          gpu::mbarrier_wait_parity(&bars[sc_at], phase);
-        else
+        if constexpr (kKc) {  // V^T by cp.async, K's bulk chunks (or none) on the barrier
           gpu::cp_async_wait<S::kStages - 1>();
+          gpu::mbarrier_wait_parity(&bars[sc_at], phase);
+        } else if (!kVt && (kBulk || p.rows_bulk) && !kRowsByCpAsync) {
+          gpu::mbarrier_wait_parity(&bars[sc_at], phase);
+        } else {
+          gpu::cp_async_wait<S::kStages - 1>();
+        }
       }
       PACTS_WARP_SYNC();  // the tile's copies and stores are visible to the whole warp
       const uint16_t* kt = stages + sc_at * S::kStageElems;
@@ -1199,7 +1284,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
         for (int kk = 0; kk < S::kKSteps; ++kk) {
           uint32_t ka[4];
-          gpu::ldmatrix_x4(ka, kt + (lane % 16) * S::kRowPad + (2 * kk + lane / 16) * 8);
+          gpu::ldmatrix_x4(ka, kt + k_at<D, kKc>(lane % 16, 2 * kk + lane / 16));
           gpu::mma_bf16_16816(st, ka, qb[kk][0], qb[kk][1]);
         }
         uint32_t pb[4];
@@ -1222,7 +1307,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll
         for (int kk = 0; kk < S::kKSteps; ++kk) {
           uint32_t bk[4];
-          gpu::ldmatrix_x4(bk, kt + k_row * S::kRowPad + (2 * kk + k_chunk) * 8);
+          gpu::ldmatrix_x4(bk, kt + k_at<D, kKc>(k_row, 2 * kk + k_chunk));
           qk_step(kk, bk, sc);
         }
         uint32_t pa[4];

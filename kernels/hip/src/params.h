@@ -59,6 +59,10 @@ struct Params {
   // The split kernels' raw stages likewise: every K and V row contiguous and 16-byte aligned,
   // whatever the format and scales (src/kernel_mma.h, issue_raw).
   bool raw_bulk = false;
+  // bf16 K without a scale whose 8-element chunks of adjacent tokens are adjacent (vLLM's
+  // x-packed K with x = 8: a chunk of 16 tokens is 256 contiguous bytes), 16-byte aligned: the
+  // kVt kernels move a tile's chunks by bulk copies (src/kernel_mma.h, stage_k_chunks).
+  bool k_chunks_bulk = false;
   float* ws_acc = nullptr;   // [E][D]
   float* ws_m = nullptr;     // [E]
   float* ws_l = nullptr;     // [E]
