@@ -628,6 +628,11 @@ spec::Status decode(const Plan& plan, const pacts_buffers& buffers, uint32_t* er
                         k.scale_mode == PACTS_SCALE_NONE && k.chunk == 8 && k.s_tok == 8 &&
                         reinterpret_cast<uintptr_t>(k.data) % 16 == 0 && k.s_page % 8 == 0 &&
                         k.s_head % 8 == 0 && k.s_chunk % 8 == 0;
+    const detail::PoolParams& v = prm.v;
+    const int64_t run = 16 / unit_bytes;  // elements of 16 bytes
+    prm.v_keys_vector = PACTS_HIP_MATRIX_UNIT && v.s_tok == 1 && v.chunk == 1 &&
+                        reinterpret_cast<uintptr_t>(v.data) % 16 == 0 && v.s_page % run == 0 &&
+                        v.s_head % run == 0 && v.s_chunk % run == 0;
 #if defined(PACTS_EXPERIMENT_RAW_CP_ASYNC)  // timing experiment only (bench/ variant raw_cp_async)
     prm.raw_bulk = false;
 #endif

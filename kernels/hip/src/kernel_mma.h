@@ -557,6 +557,69 @@ __device__ inline void copy_raw16(const PoolParams& pool, int64_t row, int c, bo
   for (int i = 0; i < kGroups; ++i) memcpy(dst + i * kBytes, &r[i], kBytes);
 }
 
+// Dim-major V in the split kernels (kVGather): where a tile is 16 owned adjacent keys of one
+// page starting at a multiple of 16 and the pool keeps a dim's keys adjacent and 16-byte aligned
+// (p.v_keys_vector: s_tok == 1), a dim's 16 codes are one or two 16-byte loads, and the lane
+// writes them into the stage's V rows (the stage layout of the other layouts: the fragments and
+// numerics do not change), a 32-bit word of 2 dims (16-bit formats) or 4 dims (fp8) per key:
+// D / 8 or D / 4 loads per tile where each element was loaded alone. Synchronous (the loads land
+// before the stores), in the tile issued kStages - 1 ahead. Not e2m1 (two elements a byte).
+// Timing experiment only (bench/ variant vgather_before): each element loaded alone, as before.
+#if defined(PACTS_EXPERIMENT_NO_V_GATHER)
+inline constexpr bool kVGatherAllowed = false;
+#else
+inline constexpr bool kVGatherAllowed = true;
+#endif
+template <pacts_format kFormat>
+inline constexpr bool kVGather = kVGatherAllowed && kFormat != PACTS_FORMAT_E2M1;
+
+template <int D, pacts_format kFormat>
+__device__ void gather_v_dim_major(const Params& p, int64_t kv_head, int64_t e0, uint8_t* vstage,
+                                   int lane) {
+  using R = RawShape<D, kFormat>;
+  int64_t unused = 0, v_row = 0;
+  kv_rows<kFormat>(p, kv_head, e0 >> 32, e0 & 0xFFFFFFFF, 0, unused, v_row);
+  const uint8_t* const base = p.v.data + v_row * R::kUnitBytes;
+  const auto load16 = [](const uint8_t* at) { return *reinterpret_cast<const uint4*>(at); };
+  const auto word = [](const uint4& x, int j) { return j == 0 ? x.x : j == 1 ? x.y : j == 2 ? x.z : x.w; };
+  if constexpr (R::kUnitBytes == 2) {
+#pragma unroll
+    for (int i = 0; i < D / 64; ++i) {  // dims d, d + 1: 16 keys each, 32 bytes
+      const int d = 2 * (lane + i * gpu::kWarpSize);
+      const uint8_t* a = base + chunk_offset(p.v, d) * 2;
+      const uint8_t* b = base + chunk_offset(p.v, d + 1) * 2;
+      const uint4 a0 = load16(a), a1 = load16(a + 16), b0 = load16(b), b1 = load16(b + 16);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {  // keys 2 j, 2 j + 1
+        const uint32_t x = word(j < 4 ? a0 : a1, j % 4), y = word(j < 4 ? b0 : b1, j % 4);
+        uint8_t* row = vstage + (2 * j) * R::kRowStride + 2 * d;
+        *reinterpret_cast<uint32_t*>(row) = __byte_perm(x, y, 0x5410);
+        *reinterpret_cast<uint32_t*>(row + R::kRowStride) = __byte_perm(x, y, 0x7632);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (D + 127) / 128; ++i) {  // dims d .. d + 3: 16 keys each, 16 bytes
+      const int d = 4 * (lane + i * gpu::kWarpSize);
+      if (d >= D) break;
+      uint4 v[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) v[x] = load16(base + chunk_offset(p.v, d + x));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {  // keys 4 j .. 4 j + 3
+        const uint32_t w0 = word(v[0], j), w1 = word(v[1], j), w2 = word(v[2], j), w3 = word(v[3], j);
+        const uint32_t lo01 = __byte_perm(w0, w1, 0x5140), hi01 = __byte_perm(w0, w1, 0x7362);
+        const uint32_t lo23 = __byte_perm(w2, w3, 0x5140), hi23 = __byte_perm(w2, w3, 0x7362);
+        uint8_t* row = vstage + (4 * j) * R::kRowStride + d;
+        *reinterpret_cast<uint32_t*>(row) = __byte_perm(lo01, lo23, 0x5410);
+        *reinterpret_cast<uint32_t*>(row + R::kRowStride) = __byte_perm(lo01, lo23, 0x7632);
+        *reinterpret_cast<uint32_t*>(row + 2 * R::kRowStride) = __byte_perm(hi01, hi23, 0x5410);
+        *reinterpret_cast<uint32_t*>(row + 3 * R::kRowStride) = __byte_perm(hi01, hi23, 0x7632);
+      }
+    }
+  }
+}
+
 // The split kernels' copies of a tile into `stage` (RawShape), from the lanes' slot_entry values:
 // the K and V rows of owned keys as stored; zeros of the kernel's own in every other slot (their
 // block-table entries, rows and scales are never read: spec/contract.md §5). The scales are
@@ -598,6 +661,16 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     }
   }
   const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
+  bool v_gather = false;
+  int64_t e0 = 0;
+  if constexpr (kVGather<kFormat>) {
+    if (!bulk && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
+      const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < R::kKeys && entry >= 0) & 0xFFFFu;
+      e0 = PACTS_SHFL(entry, 0);
+      const int64_t e15 = PACTS_SHFL(entry, R::kKeys - 1);
+      v_gather = owned == 0xFFFFu && e15 == e0 + (R::kKeys - 1) && (e0 & (R::kKeys - 1)) == 0;
+    }
+  }
 #pragma unroll
   for (int n = 0; n < (bulk ? 0 : R::kLoads); ++n) {
     const int idx = lane + n * gpu::kWarpSize;
@@ -614,8 +687,10 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     int64_t k_row = 0, v_row = 0;
     kv_rows<kFormat>(p, kv_head, page, in_page, c * R::kCopyElems, k_row, v_row);
     copy_raw16<D, kFormat>(p.k, k_row, c, k_vector, kd);
-    copy_raw16<D, kFormat>(p.v, v_row, c, v_vector, vd);
+    if (!v_gather) copy_raw16<D, kFormat>(p.v, v_row, c, v_vector, vd);
   }
+  if constexpr (kVGather<kFormat>)
+    if (v_gather) gather_v_dim_major<D, kFormat>(p, kv_head, e0, stage + R::kPoolBytes, lane);
   const int key = lane % R::kKeys;
   const PoolParams& pool = lane < R::kKeys ? p.k : p.v;
   const int64_t e = PACTS_SHFL(entry, key);

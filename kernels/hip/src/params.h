@@ -63,6 +63,10 @@ struct Params {
   // x-packed K with x = 8: a chunk of 16 tokens is 256 contiguous bytes), 16-byte aligned: the
   // kVt kernels move a tile's chunks by bulk copies (src/kernel_mma.h, stage_k_chunks).
   bool k_chunks_bulk = false;
+  // A V pool whose consecutive tokens are adjacent (dim-major V, s_tok == 1) with 16-byte
+  // aligned runs of 16 tokens (data, page, head and dim strides): the split kernels load a
+  // whole-page tile's dims by vector loads (src/kernel_mma.h, gather_v_dim_major).
+  bool v_keys_vector = false;
   float* ws_acc = nullptr;   // [E][D]
   float* ws_m = nullptr;     // [E]
   float* ws_l = nullptr;     // [E]
