@@ -1,6 +1,9 @@
 #include "case_stream.h"
 
+#include <pacts/spec/validate.h>
+
 #include <charconv>
+#include <exception>
 
 namespace pacts::fuzz {
 namespace {
@@ -120,7 +123,159 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
       break;
     }
   }
+  // Structural reductions from the case RapidCheck left, first candidate that keeps the verdict.
+  improved = true;
+  while (improved) {
+    improved = false;
+    for (conformance::CaseSpec& spec : reductions(r.minimal)) {
+      if (r.steps >= limits.max_steps || r.tries >= limits.max_tries ||
+          stop.load(std::memory_order_relaxed)) {
+        r.stopped = true;
+        return r;
+      }
+      spec.seed = data_seed;
+      ++r.tries;
+      const conformance::Outcome o = check(spec);
+      if (o.verdict != first.verdict) continue;
+      r.minimal = std::move(spec);
+      r.outcome = o;
+      ++r.steps;
+      improved = true;
+      break;
+    }
+  }
   return r;
+}
+
+namespace {
+
+using conformance::CaseSpec;
+using conformance::Override;
+
+bool valid(const CaseSpec& spec) {
+  try {
+    return spec::validate_problem(spec.build().problem).is_ok();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+bool is_key_tensor(Override::Tensor t) {
+  return t == Override::Tensor::kK || t == Override::Tensor::kV || t == Override::Tensor::kKScale ||
+         t == Override::Tensor::kVScale;
+}
+
+// Drops the overrides `gone` says are outside the reduced case.
+template <typename Pred>
+void drop_overrides(CaseSpec& s, Pred gone) {
+  std::vector<Override> kept;
+  for (const Override& o : s.overrides)
+    if (!gone(o)) kept.push_back(o);
+  s.overrides = std::move(kept);
+}
+
+}  // namespace
+
+std::vector<CaseSpec> reductions(const CaseSpec& spec) {
+  std::vector<CaseSpec> out;
+  const auto add = [&](CaseSpec c) {
+    if (valid(c)) out.push_back(std::move(c));
+  };
+  const conformance::CaseShape& sh = spec.shape;
+  // One sequence fewer.
+  if (sh.batch > 1 && static_cast<int32_t>(sh.contexts.size()) == sh.batch) {
+    for (int32_t b = sh.batch - 1; b >= 0; --b) {
+      CaseSpec c = spec;
+      --c.shape.batch;
+      c.shape.contexts.erase(c.shape.contexts.begin() + b);
+      drop_overrides(c, [&](const Override& o) { return o.seq == b; });
+      for (Override& o : c.overrides)
+        if (o.seq > b) --o.seq;
+      add(std::move(c));
+    }
+  }
+  // One query token fewer.
+  if (sh.q_len > 1) {
+    CaseSpec c = spec;
+    --c.shape.q_len;
+    drop_overrides(c, [&](const Override& o) {
+      return o.tensor == Override::Tensor::kQ && o.pos >= c.shape.q_len;
+    });
+    add(std::move(c));
+  }
+  // A sequence's context halved.
+  for (size_t b = 0; b < sh.contexts.size(); ++b) {
+    if (sh.contexts[b] <= 1) continue;
+    CaseSpec c = spec;
+    c.shape.contexts[b] /= 2;
+    drop_overrides(c, [&](const Override& o) {
+      return is_key_tensor(o.tensor) && o.seq == static_cast<int32_t>(b) && o.pos >= c.shape.contexts[b];
+    });
+    add(std::move(c));
+  }
+  // One query head per KV head, then one KV head.
+  const int32_t group = sh.num_kv_heads > 0 ? sh.num_q_heads / sh.num_kv_heads : 1;
+  if (group > 1) {
+    CaseSpec c = spec;
+    c.shape.num_q_heads = sh.num_kv_heads;
+    drop_overrides(c, [&](const Override& o) {
+      return (o.tensor == Override::Tensor::kQ || o.tensor == Override::Tensor::kSink) &&
+             o.head >= c.shape.num_q_heads;
+    });
+    add(std::move(c));
+  }
+  if (sh.num_kv_heads > 1) {
+    CaseSpec c = spec;
+    c.shape.num_kv_heads = 1;
+    c.shape.num_q_heads = group;
+    drop_overrides(c, [&](const Override& o) {
+      return is_key_tensor(o.tensor) ? o.head >= 1 : o.head >= group;
+    });
+    add(std::move(c));
+  }
+  if (sh.head_dim > 64) {
+    CaseSpec c = spec;
+    c.shape.head_dim = 64;
+    drop_overrides(c, [&](const Override& o) {
+      const bool mx_scale = o.tensor == Override::Tensor::kKScale || o.tensor == Override::Tensor::kVScale;
+      return o.tensor != Override::Tensor::kSink && (mx_scale ? o.dim >= 2 : o.dim >= 64);
+    });
+    add(std::move(c));
+  }
+  if (sh.page_size > 8) {
+    CaseSpec c = spec;
+    c.shape.page_size /= 2;
+    add(std::move(c));
+  }
+  // The options off, one at a time.
+  const auto option = [&](auto&& edit) {
+    CaseSpec c = spec;
+    if (edit(c.shape)) add(std::move(c));
+  };
+  option([](auto& s) { return s.window != 0 ? (s.window = 0, true) : false; });
+  option([](auto& s) { return s.softcap != 0 ? (s.softcap = 0, true) : false; });
+  option([](auto& s) { return s.sinks ? (s.sinks = false, true) : false; });
+  option([](auto& s) { return s.lse ? (s.lse = false, true) : false; });
+  option([](auto& s) { return s.q_gap != 0 ? (s.q_gap = 0, true) : false; });
+  option([](auto& s) { return s.out_gap != 0 ? (s.out_gap = 0, true) : false; });
+  option([](auto& s) { return s.q_head_major ? (s.q_head_major = false, true) : false; });
+  option([](auto& s) { return s.out_head_major ? (s.out_head_major = false, true) : false; });
+  option([](auto& s) { return s.bt_extra_cols != 0 ? (s.bt_extra_cols = 0, true) : false; });
+  option([](auto& s) { return s.extra_pages != 0 ? (s.extra_pages = 0, true) : false; });
+  option([](auto& s) { return s.share_pages ? (s.share_pages = false, true) : false; });
+  option([](auto& s) {
+    using L = conformance::PoolLayout;
+    if (s.k_layout == L::kNHD && s.v_layout == L::kNHD) return false;
+    s.k_layout = s.v_layout = L::kNHD;
+    return true;
+  });
+  // One override fewer.
+  for (size_t i = 0; i < spec.overrides.size(); ++i) {
+    CaseSpec c = spec;
+    c.overrides.erase(c.overrides.begin() + static_cast<std::ptrdiff_t>(i));
+    add(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace pacts::fuzz

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pacts::fuzz {
 
@@ -81,9 +82,21 @@ struct ShrinkResult {
   bool stopped = false;          // a bound or `stop` ended it before a local minimum
 };
 using CheckFn = std::function<conformance::Outcome(const conformance::CaseSpec&)>;
+// Shrinks a failing case in two phases: RapidCheck's shrinks of the generated structure, then
+// structural reductions (reductions() below) that RapidCheck cannot make where the generator drew
+// a branch first (the batch-of-5-or-more branch never shrinks below 5). A candidate is taken when
+// its outcome has the first one's verdict; both phases end at a case none of whose candidates
+// does, or at a bound.
 ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
                     uint64_t data_seed, const CheckFn& check, const ShrinkLimits& limits,
                     const std::atomic<bool>& stop);
+
+// The structural reductions of a case, smallest first: one sequence fewer (its overrides dropped,
+// later sequences' renumbered), one query token fewer, a sequence's context halved, one query
+// head per KV head, one KV head, head dim 64, the page size halved (down to 8), the options off (window, soft-cap, sinks, LSE, gaps,
+// head-major rows, padding columns, spare and shared pages, layouts NHD), one override fewer.
+// Only candidates whose problem is valid (spec::validate_problem of the built case) are returned.
+std::vector<conformance::CaseSpec> reductions(const conformance::CaseSpec& spec);
 
 // splitmix64's finaliser: a bijection of 64-bit words.
 uint64_t mix64(uint64_t x);

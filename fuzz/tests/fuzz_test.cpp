@@ -189,11 +189,21 @@ TEST(FuzzShrink, GreedyShrinkEndsAtTheFailuresBoundary) {
     const pf::ShrinkResult r = pf::shrink(g, first, g.spec.seed, bug, {}, no_stop);
     EXPECT_TRUE(bug(r.minimal).failed()) << pc::describe(r.minimal);
     EXPECT_TRUE(r.outcome.failed());
-    // 3, or 5 from the generator's batch-of-5-or-more branch, whose smallest value is 5 and
-    // which shrinking cannot leave (generators.cpp draws the branch first).
-    EXPECT_TRUE(r.minimal.shape.batch == 3 || r.minimal.shape.batch == 5)
-        << pc::describe(g.spec) << " -> " << pc::describe(r.minimal);
+    // 3 exactly: RapidCheck alone cannot leave the generator's batch-of-5-or-more branch
+    // (generators.cpp draws the branch first), the structural reductions drop sequences.
+    EXPECT_EQ(r.minimal.shape.batch, 3) << pc::describe(g.spec) << " -> " << pc::describe(r.minimal);
     EXPECT_EQ(r.minimal.shape.head_dim, 128) << pc::describe(r.minimal);
+    // 1-minimal: no structural reduction of the minimal case still fails, and everything the
+    // planted bug does not need is gone.
+    const std::vector<pc::CaseSpec> smaller = pf::reductions(r.minimal);
+    EXPECT_FALSE(smaller.empty());
+    for (const pc::CaseSpec& c : smaller)
+      EXPECT_FALSE(bug(c).failed()) << pc::describe(r.minimal) << " -> " << pc::describe(c);
+    EXPECT_EQ(r.minimal.shape.q_len, 1) << pc::describe(r.minimal);
+    EXPECT_EQ(r.minimal.shape.num_kv_heads, 1) << pc::describe(r.minimal);
+    EXPECT_EQ(r.minimal.shape.num_q_heads, 1) << pc::describe(r.minimal);
+    EXPECT_TRUE(r.minimal.overrides.empty()) << pc::describe(r.minimal);
+    for (int32_t ctx : r.minimal.shape.contexts) EXPECT_LE(ctx, 1) << pc::describe(r.minimal);
     EXPECT_EQ(r.minimal.seed, g.spec.seed);  // the bytes' seed is the case's, never shrunk
     EXPECT_GT(r.steps, 0);
     EXPECT_FALSE(r.stopped);
@@ -320,6 +330,12 @@ TEST(FuzzCampaign, FindsShrinksSavesAndReplaysAPlantedFault) {
   EXPECT_GT(shrunk, 0);  // generated cases are rarely minimal: shrinking must have run
   // Deduplication loses no failing case: every failure is one occurrence of a record.
   EXPECT_EQ(occurrences, s["totals"]["failed"].get<int64_t>());
+  // One planted bug, one record: every failing case shrinks to the one smallest case that shows
+  // the leak (a sequence of one key on a page of 8, its 7 unowned rows poisoned).
+  EXPECT_EQ(s["failures"].size(), 1u) << s["failures"].dump(1);
+  for (const auto& f : s["failures"])
+    EXPECT_EQ(f["minimal"].get<std::string>().rfind("B1 L1 Hq1 Hkv1 D64 page8 kv bf16 q bf16 out bf16 ctx [1]", 0), 0u)
+        << f["minimal"];
 
   const std::string first = (out / s["failures"][0]["case_file"].get<std::string>()).string();
   EXPECT_EQ(run_binary({"replay", first}, out / "replay_fault.txt"), 1);
