@@ -45,6 +45,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kFalseNotSupported, "false_not_supported", spec::BugClass::false_refusal},
     {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch", spec::BugClass::plan_dependence},
     {Fault::kTinyVScalesFlushed, "tiny_v_scales_flushed", spec::BugClass::scale_application},
+    {Fault::kWindowPageEdge, "window_page_edge", spec::BugClass::mask_bounds},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -219,6 +220,7 @@ class FaultBackend final : public Backend {
       case Fault::kFalseNotSupported: return false_not_supported(p, b, hint);
       case Fault::kInvariantPlanFromBatch: return invariant_plan_from_batch(p, b, hint);
       case Fault::kTinyVScalesFlushed: return tiny_v_scales_flushed(p, b, hint);
+      case Fault::kWindowPageEdge: return window_page_edge(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -350,6 +352,23 @@ class FaultBackend final : public Backend {
       return inner_->run(p, b, hint);
     pacts_problem q = p;
     q.window = p.window + delta;
+    return inner_->run(q, b, hint);
+  }
+
+  // window_page_edge. Bug class: a kernel that finds a window's first page from the window in
+  // whole pages and is off by one key exactly where the window is one key off a page multiple
+  // (tokenspeed #578): W = k P + 1 keys read as k P (the oldest key lost), W = k P - 1 as k P (one
+  // key too many), k >= 1; every other window right. Modelled by running the inner backend with
+  // that window. Violates spec/operator.md §6. Expected: PACTS-ACC-1, which draws windows at page
+  // multiples +- 1 (spec/properties.md §2).
+  RunResult window_page_edge(const pacts_problem& p, const pacts_buffers& b, const PlanHint& hint) {
+    const int32_t w = p.window, page = p.page_size;
+    if (w <= 0 || w == std::numeric_limits<int32_t>::max() || page < 3 || w < page - 1)
+      return inner_->run(p, b, hint);
+    const int32_t r = w % page;
+    if (r != 1 && r != page - 1) return inner_->run(p, b, hint);
+    pacts_problem q = p;
+    q.window = r == 1 ? w - 1 : w + 1;
     return inner_->run(q, b, hint);
   }
 

@@ -263,6 +263,13 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
     s.out_head_major = pick_weighted<bool>({{3, false}, {1, true}});
     if (s.window > 0 && pick_weighted<bool>({{5, false}, {1, true}}))
       s.window = *gen::inRange<int32_t>(2, 49);
+    // Also drawn last: a window one key off a page multiple inside the context (tokenspeed #578:
+    // a window's first page found in whole pages, off by one key only there).
+    if (s.window > 0 && pick_weighted<bool>({{3, false}, {1, true}})) {
+      const int32_t ctx = s.contexts.empty() ? 1 : s.contexts.front();
+      const int32_t pages = std::max(ctx / std::max(s.page_size, 1), 1);
+      s.window = std::max(s.page_size * *gen::inRange<int32_t>(1, pages + 1) + pick<int32_t>({-1, 1}), 1);
+    }
     return c;
   });
 }

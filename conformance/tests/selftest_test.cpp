@@ -62,7 +62,7 @@ const std::vector<Expectation>& expectations() {
       {Fault::kPaddingEntryAsPage, "PACTS-POISON-3"},
       {Fault::kVScaleTailLeak, "PACTS-POISON-2"},
       {Fault::kCausalOffByOne, "PACTS-ACC-1"},
-      {Fault::kWindowPlusOne, "PACTS-ACC-1"},
+      {Fault::kWindowPlusOne, "PACTS-ACC-1", 3 * kCases},
       {Fault::kWindowMinusOne, "PACTS-ACC-1"},
       {Fault::kOutputTruncated, "PACTS-ACC-1"},
       {Fault::kMergeWrongMax, "PACTS-ACC-1"},
@@ -77,6 +77,7 @@ const std::vector<Expectation>& expectations() {
       {Fault::kInvariantPlanFromBatch, "PACTS-META-4", kCases,
        "backends/tests/host_conformance_test.cpp (HostFaults.InvariantPlanFromBatchIsCaught)"},
       {Fault::kTinyVScalesFlushed, "PACTS-EDGE-5"},
+      {Fault::kWindowPageEdge, "PACTS-ACC-1", 3 * kCases},
   };
   return all;
 }
@@ -257,6 +258,28 @@ TEST(SelfTestPlan, FaultsAreSilentOnCleanData) {
       const Outcome same = same_bits(got, want, std::string(fault_name(fault)) + " on clean data");
       EXPECT_FALSE(same.failed()) << same.detail << " (random_shape seed " << kSeed + seed << ")";
     }
+  }
+}
+
+// window_page_edge acts only where a window is one key off a page multiple: W = 2P + 1 and 2P - 1
+// inside the context change the output, W = 2P, 2P + 2 and a window beyond the context change no
+// bit.
+TEST(SelfTestPlan, WindowPageEdgeActsOnlyOneKeyOffAPageMultiple) {
+  auto reference = make_reference_backend();
+  auto backend = make_fault_backend(make_reference_backend(), Fault::kWindowPageEdge);
+  CaseShape shape;
+  shape.batch = 1;
+  shape.num_q_heads = shape.num_kv_heads = 1;
+  shape.page_size = 8;
+  shape.contexts = {40};
+  for (int32_t w : {17, 15, 16, 18, 41, 47}) {
+    shape.window = w;
+    const CaseData c = make_case(shape, 7);
+    const Observed want = observe(*reference, c), got = observe(*backend, c);
+    ASSERT_TRUE(got.run.status.is_ok()) << got.run.status.to_string();
+    const Outcome same = same_bits(got, want, "window " + std::to_string(w));
+    const bool edge = (w == 17 || w == 15);  // 2 * 8 +- 1, inside the 40 keys
+    EXPECT_EQ(same.failed(), edge) << "window " << w << ": " << same.detail;
   }
 }
 

@@ -35,6 +35,8 @@ enum class Fault {
   kFalseNotSupported,     // a declared capability (page size 256) is refused as NotSupported
   kInvariantPlanFromBatch,  // the batch-invariant plan's split count taken from the batch size
   kTinyVScalesFlushed,      // per-token V scales below 2^-90 read as 0 (a tiny key dropped)
+  kWindowPageEdge,          // tokenspeed #578: a window one key off a page multiple is taken as
+                            // the multiple (W = k P + 1 loses its oldest key, k P - 1 gains one)
                             // (acts on plans: planted in a splitting backend, not the reference)
 };
 
