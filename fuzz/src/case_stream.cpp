@@ -81,6 +81,22 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
                     uint64_t data_seed, const CheckFn& check, const ShrinkLimits& limits,
                     const std::atomic<bool>& stop) {
   ShrinkResult r{failing.spec, first, 0, 0, false};
+  const auto bounded = [&] {
+    r.stopped = r.steps >= limits.max_steps || r.tries >= limits.max_tries ||
+                stop.load(std::memory_order_relaxed);
+    return r.stopped;
+  };
+  // Checks a candidate and takes it when its outcome keeps the first verdict.
+  const auto take = [&](conformance::CaseSpec spec) {
+    spec.seed = data_seed;
+    ++r.tries;
+    const conformance::Outcome o = check(spec);
+    if (o.verdict != first.verdict) return false;
+    r.minimal = std::move(spec);
+    r.outcome = o;
+    ++r.steps;
+    return true;
+  };
   rc::Shrinkable<conformance::CaseSpec> current = failing.shrinkable;
   bool improved = true;
   while (improved) {
@@ -91,11 +107,7 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
       candidates = current.shrinks();
     }
     for (;;) {
-      if (r.steps >= limits.max_steps || r.tries >= limits.max_tries ||
-          stop.load(std::memory_order_relaxed)) {
-        r.stopped = true;
-        return r;
-      }
+      if (bounded()) return r;
       rc::Maybe<rc::Shrinkable<conformance::CaseSpec>> next;
       conformance::CaseSpec spec;
       bool generated = true;
@@ -110,14 +122,7 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
           }
       }
       if (!next) break;
-      if (!generated) continue;
-      spec.seed = data_seed;
-      ++r.tries;
-      const conformance::Outcome o = check(spec);
-      if (o.verdict != first.verdict) continue;
-      r.minimal = std::move(spec);
-      r.outcome = o;
-      ++r.steps;
+      if (!generated || !take(std::move(spec))) continue;
       current = *next;
       improved = true;
       break;
@@ -128,18 +133,8 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
   while (improved) {
     improved = false;
     for (conformance::CaseSpec& spec : reductions(r.minimal)) {
-      if (r.steps >= limits.max_steps || r.tries >= limits.max_tries ||
-          stop.load(std::memory_order_relaxed)) {
-        r.stopped = true;
-        return r;
-      }
-      spec.seed = data_seed;
-      ++r.tries;
-      const conformance::Outcome o = check(spec);
-      if (o.verdict != first.verdict) continue;
-      r.minimal = std::move(spec);
-      r.outcome = o;
-      ++r.steps;
+      if (bounded()) return r;
+      if (!take(std::move(spec))) continue;
       improved = true;
       break;
     }
