@@ -46,6 +46,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kInvariantPlanFromBatch, "invariant_plan_from_batch", spec::BugClass::plan_dependence},
     {Fault::kTinyVScalesFlushed, "tiny_v_scales_flushed", spec::BugClass::scale_application},
     {Fault::kWindowPageEdge, "window_page_edge", spec::BugClass::mask_bounds},
+    {Fault::kNanCrossesSequences, "nan_crosses_sequences", spec::BugClass::unowned_data_leak},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -221,6 +222,7 @@ class FaultBackend final : public Backend {
       case Fault::kInvariantPlanFromBatch: return invariant_plan_from_batch(p, b, hint);
       case Fault::kTinyVScalesFlushed: return tiny_v_scales_flushed(p, b, hint);
       case Fault::kWindowPageEdge: return window_page_edge(p, b, hint);
+      case Fault::kNanCrossesSequences: return nan_crosses_sequences(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -370,6 +372,42 @@ class FaultBackend final : public Backend {
     pacts_problem q = p;
     q.window = r == 1 ? w - 1 : w + 1;
     return inner_->run(q, b, hint);
+  }
+
+  // nan_crosses_sequences. Bug class: one sequence's non-finite data reaching the rows of the
+  // others (flashinfer #942: NaN in one request's pages turned the whole batch NaN), as a
+  // batch-wide maximum or sum would. Modelled by running the inner backend and, when any output
+  // element is NaN, writing NaN into every element of every other sequence's non-empty rows.
+  // Violates spec/contract.md §2.3 (a violation of the range contract affects only its own
+  // sequence). Expected: PACTS-EDGE-4 (its Mandatory part: rows of other sequences).
+  RunResult nan_crosses_sequences(const pacts_problem& p, const pacts_buffers& b,
+                                  const PlanHint& hint) {
+    RunResult r = inner_->run(p, b, hint);
+    if (!r.status.is_ok()) return r;
+    const int ob = spec::element_bytes(p.out_format);
+    int64_t tainted = -1;
+    for (int64_t seq = 0; seq < p.batch && tainted < 0; ++seq)
+      for (int64_t i = 0; i < p.q_len && tainted < 0; ++i)
+        for (int64_t h = 0; h < p.num_q_heads && tainted < 0; ++h)
+          for (int64_t d = 0; d < p.head_dim; ++d)
+            if (spec::is_nan_code(p.out_format, load_code(b.out, row_at(p.out_layout, seq, i, h) + d, ob))) {
+              tainted = seq;
+              break;
+            }
+    if (tainted < 0) return r;
+    const uint32_t nan = p.out_format == PACTS_FORMAT_FP32 ? 0x7FC00000u
+                         : p.out_format == PACTS_FORMAT_FP16 ? 0x7E00u : 0x7FC0u;
+    for (int64_t seq = 0; seq < p.batch; ++seq) {
+      const int64_t n = context_of(b, seq);
+      if (seq == tainted || !context_valid(p, n)) continue;
+      for (int64_t i = 0; i < p.q_len; ++i) {
+        if (row_empty(p, n, i)) continue;
+        for (int64_t h = 0; h < p.num_q_heads; ++h)
+          for (int64_t d = 0; d < p.head_dim; ++d)
+            store_code(b.out, row_at(p.out_layout, seq, i, h) + d, ob, nan);
+      }
+    }
+    return r;
   }
 
   // output_truncated. Bug class: the fp32 accumulator converted to bf16/fp16 by dropping bits

@@ -37,6 +37,8 @@ enum class Fault {
   kTinyVScalesFlushed,      // per-token V scales below 2^-90 read as 0 (a tiny key dropped)
   kWindowPageEdge,          // tokenspeed #578: a window one key off a page multiple is taken as
                             // the multiple (W = k P + 1 loses its oldest key, k P - 1 gains one)
+  kNanCrossesSequences,     // flashinfer #942: a NaN in one sequence's output reaches every
+                            // other sequence's rows (a batch-wide reduction)
                             // (acts on plans: planted in a splitting backend, not the reference)
 };
 
