@@ -47,6 +47,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kTinyVScalesFlushed, "tiny_v_scales_flushed", spec::BugClass::scale_application},
     {Fault::kWindowPageEdge, "window_page_edge", spec::BugClass::mask_bounds},
     {Fault::kNanCrossesSequences, "nan_crosses_sequences", spec::BugClass::unowned_data_leak},
+    {Fault::kGroupRowsAbove8Dropped, "group_rows_above_8_dropped", spec::BugClass::row_mapping},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -223,6 +224,7 @@ class FaultBackend final : public Backend {
       case Fault::kTinyVScalesFlushed: return tiny_v_scales_flushed(p, b, hint);
       case Fault::kWindowPageEdge: return window_page_edge(p, b, hint);
       case Fault::kNanCrossesSequences: return nan_crosses_sequences(p, b, hint);
+      case Fault::kGroupRowsAbove8Dropped: return group_rows_above_8_dropped(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -407,6 +409,28 @@ class FaultBackend final : public Backend {
             store_code(b.out, row_at(p.out_layout, seq, i, h) + d, ob, nan);
       }
     }
+    return r;
+  }
+
+  // group_rows_above_8_dropped. Bug class: a code path sized for at most 8 query heads per KV
+  // head (b12x #24: groups above 8 dropped rows on one path). Modelled by running the inner
+  // backend and writing zeros over the output of every query head whose index in its group is 8
+  // or more (and an LSE of 0). Violates spec/operator.md §4-§5. Expected: PACTS-ACC-1, whose
+  // generator draws groups up to 64.
+  RunResult group_rows_above_8_dropped(const pacts_problem& p, const pacts_buffers& b,
+                                       const PlanHint& hint) {
+    RunResult r = inner_->run(p, b, hint);
+    const int64_t group = p.num_kv_heads > 0 ? p.num_q_heads / p.num_kv_heads : 0;
+    if (!r.status.is_ok() || group <= 8) return r;
+    const int ob = spec::element_bytes(p.out_format);
+    for (int64_t seq = 0; seq < p.batch; ++seq)
+      for (int64_t i = 0; i < p.q_len; ++i)
+        for (int64_t h = 0; h < p.num_q_heads; ++h) {
+          if (h % group < 8) continue;
+          for (int64_t d = 0; d < p.head_dim; ++d)
+            store_code(b.out, row_at(p.out_layout, seq, i, h) + d, ob, 0u);
+          if (p.want_lse) store<float>(b.lse, row_at(p.lse_layout, seq, i, h), 0.0f);
+        }
     return r;
   }
 

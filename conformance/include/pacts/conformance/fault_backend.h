@@ -39,6 +39,8 @@ enum class Fault {
                             // the multiple (W = k P + 1 loses its oldest key, k P - 1 gains one)
   kNanCrossesSequences,     // flashinfer #942: a NaN in one sequence's output reaches every
                             // other sequence's rows (a batch-wide reduction)
+  kGroupRowsAbove8Dropped,  // b12x #24: with more than 8 query heads per KV head, the heads
+                            // past the 8th of each group are written as zeros
                             // (acts on plans: planted in a splitting backend, not the reference)
 };
 
