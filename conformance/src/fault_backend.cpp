@@ -48,6 +48,7 @@ constexpr FaultInfo kFaults[] = {
     {Fault::kWindowPageEdge, "window_page_edge", spec::BugClass::mask_bounds},
     {Fault::kNanCrossesSequences, "nan_crosses_sequences", spec::BugClass::unowned_data_leak},
     {Fault::kGroupRowsAbove8Dropped, "group_rows_above_8_dropped", spec::BugClass::row_mapping},
+    {Fault::kNanAtSplitCount7, "nan_at_split_count_7", spec::BugClass::split_merge},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -74,6 +75,11 @@ uint32_t load_code(const pacts_view& view, int64_t element, int bytes) {
 
 void store_code(const pacts_view& view, int64_t element, int bytes, uint32_t code) {
   std::memcpy(static_cast<uint8_t*>(view.data) + element * bytes, &code, static_cast<size_t>(bytes));
+}
+
+// The quiet NaN code of an output format (bf16, fp16 or fp32).
+uint32_t quiet_nan_code(pacts_format f) {
+  return f == PACTS_FORMAT_FP32 ? 0x7FC00000u : f == PACTS_FORMAT_FP16 ? 0x7E00u : 0x7FC0u;
 }
 
 // A private copy of a read view's bytes (what a faulty kernel "reads" instead of the caller's).
@@ -225,6 +231,7 @@ class FaultBackend final : public Backend {
       case Fault::kWindowPageEdge: return window_page_edge(p, b, hint);
       case Fault::kNanCrossesSequences: return nan_crosses_sequences(p, b, hint);
       case Fault::kGroupRowsAbove8Dropped: return group_rows_above_8_dropped(p, b, hint);
+      case Fault::kNanAtSplitCount7: return nan_at_split_count_7(p, b, hint);
       case Fault::kWriteBeforeValidate: break;
     }
     return inner_->run(p, b, hint);
@@ -397,8 +404,7 @@ class FaultBackend final : public Backend {
               break;
             }
     if (tainted < 0) return r;
-    const uint32_t nan = p.out_format == PACTS_FORMAT_FP32 ? 0x7FC00000u
-                         : p.out_format == PACTS_FORMAT_FP16 ? 0x7E00u : 0x7FC0u;
+    const uint32_t nan = quiet_nan_code(p.out_format);
     for (int64_t seq = 0; seq < p.batch; ++seq) {
       const int64_t n = context_of(b, seq);
       if (seq == tainted || !context_valid(p, n)) continue;
@@ -431,6 +437,29 @@ class FaultBackend final : public Backend {
             store_code(b.out, row_at(p.out_layout, seq, i, h) + d, ob, 0u);
           if (p.want_lse) store<float>(b.lse, row_at(p.lse_layout, seq, i, h), 0.0f);
         }
+    return r;
+  }
+
+  // nan_at_split_count_7. Bug class: a merge that is wrong at one split count only (aiter #4350:
+  // NaN at one partition count), which a suite that tries a few counts never meets. Modelled by
+  // running the inner backend and, when the plan hint asks for exactly 7 partitions, writing NaN
+  // into the first element of every non-empty row of every valid sequence. Violates
+  // spec/operator.md §9. Expected: PACTS-META-3, which asks for every count 2..64 on short
+  // contexts.
+  RunResult nan_at_split_count_7(const pacts_problem& p, const pacts_buffers& b,
+                                 const PlanHint& hint) {
+    RunResult r = inner_->run(p, b, hint);
+    if (!r.status.is_ok() || hint.kind != PlanHint::Kind::kPartitions || hint.value != 7) return r;
+    const int ob = spec::element_bytes(p.out_format);
+    const uint32_t nan = quiet_nan_code(p.out_format);
+    for (int64_t seq = 0; seq < p.batch; ++seq) {
+      const int64_t n = context_of(b, seq);
+      if (!context_valid(p, n)) continue;
+      for (int64_t i = 0; i < p.q_len; ++i) {
+        if (row_empty(p, n, i)) continue;
+        for (int64_t h = 0; h < p.num_q_heads; ++h) store_code(b.out, row_at(p.out_layout, seq, i, h), ob, nan);
+      }
+    }
     return r;
   }
 

@@ -80,6 +80,7 @@ const std::vector<Expectation>& expectations() {
       {Fault::kWindowPageEdge, "PACTS-ACC-1", 3 * kCases},
       {Fault::kNanCrossesSequences, "PACTS-EDGE-4"},
       {Fault::kGroupRowsAbove8Dropped, "PACTS-ACC-1"},
+      {Fault::kNanAtSplitCount7, "PACTS-META-3"},
   };
   return all;
 }

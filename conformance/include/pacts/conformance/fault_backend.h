@@ -41,6 +41,8 @@ enum class Fault {
                             // other sequence's rows (a batch-wide reduction)
   kGroupRowsAbove8Dropped,  // b12x #24: with more than 8 query heads per KV head, the heads
                             // past the 8th of each group are written as zeros
+  kNanAtSplitCount7,        // aiter #4350: a plan of exactly 7 partitions gives a NaN in the
+                            // first element of every non-empty row
                             // (acts on plans: planted in a splitting backend, not the reference)
 };
 
