@@ -270,8 +270,9 @@ template <int D>
 constexpr bool split_transposed_built() { return kSplitTransposed && D <= 128; }
 
 // fp16 and fp8 pools: on NVIDIA one kernel per V path, V as codes (no scale, or a per-tensor
-// scale the kernel defers) or not (src/kernel_mma.h, kVCodes).
-template <int D, pacts_format kFormat, bool kSplit>
+// scale the kernel defers) or not (src/kernel_mma.h, kVCodes). kVDim: dim-major V loaded by
+// vectors (src/kernel_mma.h, the split kernels' kVt), its own instantiations.
+template <int D, pacts_format kFormat, bool kSplit, bool kVDim>
 spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items,
                            hipStream_t stream) {
 #if PACTS_HIP_MATRIX_UNIT
@@ -280,13 +281,17 @@ spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items
       if (k_scale_on_logit(kFormat, prm.k.scale_mode, prm.k.tensor_scale, prm.v.scale_mode)) {
         if constexpr (split_transposed_built<D>())
           if (prm.rows_per_item <= 8)
-            return launch<D, kFormat, kSplit, true, true, true>(prm, items, merge_items, stream);
-        return launch<D, kFormat, kSplit, true, false, true>(prm, items, merge_items, stream);
+            return launch<D, kFormat, kSplit, true, true, true, false, false, kVDim>(
+                prm, items, merge_items, stream);
+        return launch<D, kFormat, kSplit, true, false, true, false, false, kVDim>(
+            prm, items, merge_items, stream);
       }
     if constexpr (kSplit && split_transposed_built<D>())
       if (prm.rows_per_item <= 8)
-        return launch<D, kFormat, kSplit, true, true>(prm, items, merge_items, stream);
-    return launch<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
+        return launch<D, kFormat, kSplit, true, true, false, false, false, kVDim>(
+            prm, items, merge_items, stream);
+    return launch<D, kFormat, kSplit, true, false, false, false, false, kVDim>(
+        prm, items, merge_items, stream);
   }
   // Per-token V (fp8 pools only; its scale folded into P, src/kernel_mma.h kPFold): transposed
   // at <= 8 rows as well. Timing experiments only: bench/ variants token_rows16 (the 16-row form
@@ -294,10 +299,33 @@ spec::Status launch_narrow(const Params& prm, int64_t items, int64_t merge_items
 #if !defined(PACTS_EXPERIMENT_TOKEN_ROWS16) && !defined(PACTS_EXPERIMENT_TOKEN_V_PARTS)
   if constexpr (kSplit && split_transposed_built<D>() && kFormat != PACTS_FORMAT_FP16)
     if (prm.rows_per_item <= 8)
-      return launch<D, kFormat, kSplit, false, true>(prm, items, merge_items, stream);
+      return launch<D, kFormat, kSplit, false, true, false, false, false, kVDim>(
+          prm, items, merge_items, stream);
 #endif
 #endif
-  return launch<D, kFormat, kSplit>(prm, items, merge_items, stream);
+  return launch<D, kFormat, kSplit, false, false, false, false, false, kVDim>(prm, items,
+                                                                             merge_items, stream);
+}
+
+// The split kernels of one format (fp16, fp8, a scaled bf16 pool): the kVt instantiations where V
+// is dim-major and loads by vectors (Params::v_keys_vector), the others for every other layout.
+template <int D, pacts_format kFormat, bool kSplit>
+spec::Status launch_split(const Params& prm, int64_t items, int64_t merge_items,
+                          hipStream_t stream) {
+#if PACTS_HIP_MATRIX_UNIT
+  if constexpr (kSplit && detail::kVGather<kFormat, true>)
+    if (prm.v_keys_vector) {
+      if constexpr (kFormat == PACTS_FORMAT_BF16)
+        return launch<D, kFormat, kSplit, false, false, false, false, false, true>(
+            prm, items, merge_items, stream);
+      else
+        return launch_narrow<D, kFormat, kSplit, true>(prm, items, merge_items, stream);
+    }
+#endif
+  if constexpr (kFormat == PACTS_FORMAT_BF16)
+    return launch<D, kFormat, kSplit>(prm, items, merge_items, stream);
+  else
+    return launch_narrow<D, kFormat, kSplit, false>(prm, items, merge_items, stream);
 }
 
 template <int D>
@@ -349,15 +377,15 @@ spec::Status launch_format(const Params& prm, int64_t items, int64_t merge_items
   constexpr bool kSplit = false;
 #endif
   switch (prm.kv_format) {
-    case PACTS_FORMAT_BF16: return launch<D, PACTS_FORMAT_BF16, kSplit>(prm, items, merge_items, stream);
-    case PACTS_FORMAT_FP16: return launch_narrow<D, PACTS_FORMAT_FP16, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_BF16: return launch_split<D, PACTS_FORMAT_BF16, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_FP16: return launch_split<D, PACTS_FORMAT_FP16, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E4M3FN:
-      return launch_narrow<D, PACTS_FORMAT_E4M3FN, kSplit>(prm, items, merge_items, stream);
+      return launch_split<D, PACTS_FORMAT_E4M3FN, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E4M3FNUZ:
-      return launch_narrow<D, PACTS_FORMAT_E4M3FNUZ, kSplit>(prm, items, merge_items, stream);
-    case PACTS_FORMAT_E5M2: return launch_narrow<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
+      return launch_split<D, PACTS_FORMAT_E4M3FNUZ, kSplit>(prm, items, merge_items, stream);
+    case PACTS_FORMAT_E5M2: return launch_split<D, PACTS_FORMAT_E5M2, kSplit>(prm, items, merge_items, stream);
     case PACTS_FORMAT_E5M2FNUZ:
-      return launch_narrow<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
+      return launch_split<D, PACTS_FORMAT_E5M2FNUZ, kSplit>(prm, items, merge_items, stream);
     default:
 #if PACTS_HIP_MATRIX_UNIT
       if constexpr (kSplit && split_transposed_built<D>())

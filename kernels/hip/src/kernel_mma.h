@@ -564,14 +564,16 @@ __device__ inline void copy_raw16(const PoolParams& pool, int64_t row, int c, bo
 // numerics do not change), a 32-bit word of 2 dims (16-bit formats) or 4 dims (fp8) per key:
 // D / 8 or D / 4 loads per tile where each element was loaded alone. Synchronous (the loads land
 // before the stores), in the tile issued kStages - 1 ahead. Not e2m1 (two elements a byte).
+// Compiled only into the split kernels' kVt instantiations, which the host launches for such
+// pools alone (decode_hip.cpp), so the kernels of every other layout carry none of its code.
 // Timing experiment only (bench/ variant vgather_before): each element loaded alone, as before.
 #if defined(PACTS_EXPERIMENT_NO_V_GATHER)
 inline constexpr bool kVGatherAllowed = false;
 #else
 inline constexpr bool kVGatherAllowed = true;
 #endif
-template <pacts_format kFormat>
-inline constexpr bool kVGather = kVGatherAllowed && kFormat != PACTS_FORMAT_E2M1;
+template <pacts_format kFormat, bool kVDim>
+inline constexpr bool kVGather = kVGatherAllowed && kVDim && kFormat != PACTS_FORMAT_E2M1;
 
 template <int D, pacts_format kFormat>
 __device__ void gather_v_dim_major(const Params& p, int64_t kv_head, int64_t e0, uint8_t* vstage,
@@ -632,7 +634,7 @@ __device__ void gather_v_dim_major(const Params& p, int64_t kv_head, int64_t e0,
 // bf16 kernel's stage_tile, lane l copies the K row (l < 16) or the V row (l >= 16) of slot l % 16
 // with one bulk copy completing on the stage's barrier `bar`, whose one arrival (lane 0) announces
 // the owned rows' bytes; an unowned slot's row is zeroed by its lane.
-template <int D, pacts_format kFormat>
+template <int D, pacts_format kFormat, bool kVDim = false>
 __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8_t* stage,
                           int lane, uint32_t (&carry)[RawShape<D, kFormat>::kCarryWords],
                           uint64_t* bar) {
@@ -663,7 +665,7 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
   const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
   bool v_gather = false;
   int64_t e0 = 0;
-  if constexpr (kVGather<kFormat>) {
+  if constexpr (kVGather<kFormat, kVDim>) {
     if (!bulk && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
       const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < R::kKeys && entry >= 0) & 0xFFFFu;
       e0 = PACTS_SHFL(entry, 0);
@@ -689,7 +691,7 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     copy_raw16<D, kFormat>(p.k, k_row, c, k_vector, kd);
     if (!v_gather) copy_raw16<D, kFormat>(p.v, v_row, c, v_vector, vd);
   }
-  if constexpr (kVGather<kFormat>)
+  if constexpr (kVGather<kFormat, kVDim>)
     if (v_gather) gather_v_dim_major<D, kFormat>(p, kv_head, e0, stage + R::kPoolBytes, lane);
   const int key = lane % R::kKeys;
   const PoolParams& pool = lane < R::kKeys ? p.k : p.v;
@@ -895,6 +897,10 @@ struct SplitSegment {
 // >= 2^-48 keeps the sum of D products within fp32 (R3: sum |q~ k| <= 2^64, so sum |q~ code| <=
 // 2^112). K is then not rounded at all (the declared u_q only loosens the bound) and the product
 // by the scale is a rounding the "+4" of gamma_{D+4}(u_logit) holds.
+//
+// kVt in the split kernels: V is dim-major with whole-page tiles loaded by vectors
+// (p.v_keys_vector, gather_v_dim_major), chosen by the host; the stage and the math are the
+// other layouts' (the bf16 kernel's kVt stages V^T instead: stage_tile).
 template <int D, pacts_format kFormat, bool kSplitV, bool kVCodes = false, bool kNarrow = false,
           bool kKLogit = false, bool kRing = false, bool kBulk = false, bool kVt = false>
 __global__ void __launch_bounds__(MmaShape<D, kSplitV, kRing>::kThreads,
@@ -903,7 +909,8 @@ split_kv_mma_kernel(const Params p) {
   using S = MmaShape<D, kSplitV, kRing>;
   static_assert(!kRing || kNarrow, "the ring: the bf16 kernel's transposed form");
   static_assert(!kBulk || (!kSplitV && !kRing), "bulk rows only: the bf16 kernel's per-warp stages");
-  static_assert(!kVt || (!kSplitV && !kRing && !kBulk), "V^T stages: the bf16 kernel's general path");
+  static_assert(!kVt || (!kRing && !kBulk), "V^T stages / dim-major V: the per-warp stages' general path");
+  static_assert(!kVt || !kSplitV || kFormat != PACTS_FORMAT_E2M1, "dim-major V: no gather of e2m1");
   static_assert(!kNarrow || D <= 128, "the transposed form: D <= 128");
   static_assert(!kKLogit || (kSplitV && (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2)),
                 "K as its codes: e4m3fn and e5m2, whose codes are exact in bf16");
@@ -1442,7 +1449,7 @@ split_kv_mma_kernel(const Params p) {
 #pragma unroll 1
     for (int i = 0; i < R::kStages - 1; ++i) {  // the first tiles, their scales stored at once
       if (tile + i * S::kWarps < last) {
-        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i), lane, carry, &bars[i]);
+        issue_raw<D, kFormat, kVt>(p, kv_head, entry, stage_at(i), lane, carry, &bars[i]);
         store_scales<D, kFormat>(stage_at(i), lane, carry);
       }
       gpu::cp_async_commit();
@@ -1456,7 +1463,7 @@ split_kv_mma_kernel(const Params p) {
       if (carried) store_scales<D, kFormat>(stage_at(i + R::kStages - 2), lane, carry);
       carried = ahead < last;
       if (carried)
-        issue_raw<D, kFormat>(p, kv_head, entry, stage_at(i + R::kStages - 1), lane, carry,
+        issue_raw<D, kFormat, kVt>(p, kv_head, entry, stage_at(i + R::kStages - 1), lane, carry,
                               &bars[(i + R::kStages - 1) % R::kStages]);
       gpu::cp_async_commit();
       entry = entry_of(ahead + S::kWarps);
