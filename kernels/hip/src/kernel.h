@@ -717,6 +717,16 @@ __host__ __device__ constexpr int merge_slices(int rows_per_item) {
 }
 // Partitions whose merge weights a merge block holds at once (in shared memory).
 inline constexpr int kMergeChunk = 64;
+// A merge kernel thread's first partitions whose accumulator partials it loads before the
+// weights are known, together with the (m, l) partials: at batch 1 the merge is a chain of
+// dependent round trips, and these loads leave it. Timing experiment only (bench/ variant
+// merge_serial): none, every accumulator partial loaded after the weights.
+#if defined(PACTS_EXPERIMENT_MERGE_SERIAL)
+inline constexpr int kMergePrefetch = 0;
+#else
+inline constexpr int kMergePrefetch = 16;
+#endif
+static_assert(kMergePrefetch <= kMergeChunk, "the prefetched partitions are the first chunk's");
 
 // What a block merging partials keeps in shared memory (merge_partials): per row its partitions,
 // origin and sum; per chunk of kMergeChunk partitions the rows' (m, l) partials and weights.
@@ -800,6 +810,22 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
     if constexpr (kCrossBlock) return gpu::load_cross_block(at);
     else return *at;
   };
+  // The accumulator partials of the element's first kPrefetch partitions, loaded now, in flight
+  // with the (m, l) partials below: only partitions of the element's row (its keys' partitions,
+  // whose partials the tile kernel wrote), whatever their weight; folded in the same order as
+  // the others (partition order), so the bits are those of loading them later.
+  constexpr int kPrefetch = kElems == 1 ? kMergePrefetch : 0;
+  float pre[kPrefetch > 0 ? kPrefetch : 1];
+  if constexpr (kPrefetch > 0) {
+    const KeyRange z = zs(0);
+    const float* const part = p.ws_acc + (base * p.rows + r0 + er[0]) * D + ed[0];
+#pragma unroll
+    for (int j = 0; j < kPrefetch; ++j) {
+      // (mutant empty_partition_nan, as `used` below: every partition's partial is read)
+      const bool read = z.contains(j) || (PACTS_MUTANT(empty_partition_nan) && mine[0] && j < p.partitions);
+      pre[j] = read ? load(part + j * step) : 0.0f;
+    }
+  }
   // The chunk's (m, l) partials of every row, read in parallel.
   const auto load_chunk = [&](int64_t c, int n) {
     for (int x = t; x < rows * kMergeChunk; x += kBlockThreads) {
@@ -875,8 +901,17 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
       const float* const part = p.ws_acc + (base * p.rows + r0 + er[k]) * D + ed[k];
       const uint8_t* const use = sh.use[er[k]];
       const double* const w = sh.w[er[k]];
+      int j_first = 0;  // the first partition of the chunk not prefetched
+      if constexpr (kPrefetch > 0) {
+        if (ci == 0) {
+#pragma unroll
+          for (int j = 0; j < kPrefetch; ++j)
+            if (j < n && use[j]) acc[k] += w[j] * static_cast<double>(pre[j]);
+          j_first = kPrefetch;
+        }
+      }
 #pragma unroll 1
-      for (int j0 = 0; j0 < n; j0 += kBatch) {
+      for (int j0 = j_first; j0 < n; j0 += kBatch) {
         float x[kBatch];  // kBatch partials' loads in flight before any is folded
 #pragma unroll
         for (int q = 0; q < kBatch; ++q)
