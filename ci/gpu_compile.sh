@@ -21,7 +21,10 @@ fi
 args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=ON -DPACTS_CHECK_AMD=ON)
 targets=(pacts_hip_amd_check)
 if [ -n "$nvcc" ]; then
-  args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+  # The mutant and bench-variant libraries as PTX only (kernels/hip/CMakeLists.txt,
+  # PACTS_CHECK_PTX_ONLY): their code is compiled and checked, the machine code is the production
+  # library's alone (whose ptxas report is printed below).
+  args+=(-DPACTS_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DPACTS_CHECK_PTX_ONLY=ON)
   # The kernels, their GPU test, and everything that links them in a CUDA build: the hip
   # backend (pacts-conformance, pacts-qualify), pacts-fuzz, pacts-bench with its unsafe variant,
   # the mutant build and the program that runs it.
