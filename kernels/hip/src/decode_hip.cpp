@@ -239,16 +239,19 @@ spec::Status launch(const Params& prm, int64_t items, int64_t merge_items, hipSt
   PACTS_GPU_CHECK(hipGetLastError());
   if (prm.partitions == 1 || kFusedMerge) return spec::Status::ok();
   const int64_t merge_blocks = merge_items * detail::merge_slices<D>(prm.rows_per_item);
+  // The merge's early loads where the plan has enough partitions (src/kernel.h kMergePrefetch).
+  const auto merge_kernel = detail::kMergePrefetch > 0 && prm.partitions >= detail::kMergePrefetch
+                                ? detail::merge_kernel<D, true>
+                                : detail::merge_kernel<D, false>;
 #if !defined(PACTS_EXPERIMENT_NO_PDL)
   // A programmatic dependent of the tile kernel on NVIDIA (an ordinary launch elsewhere): its
   // blocks start (and check their sequence) while the tile kernel's last blocks run, and wait for
   // it before reading a partial (src/kernel.h merge_kernel). bench/ variant no_pdl launches it
   // after the tile kernel (docs/kernel-design.md, "Where the time goes").
-  PACTS_GPU_CHECK(gpu::launch_dependent(detail::merge_kernel<D>,
-                                        dim3(static_cast<uint32_t>(merge_blocks)),
+  PACTS_GPU_CHECK(gpu::launch_dependent(merge_kernel, dim3(static_cast<uint32_t>(merge_blocks)),
                                         dim3(detail::kThreads), 0, stream, prm));
 #else
-  hipLaunchKernelGGL(detail::merge_kernel<D>, dim3(static_cast<uint32_t>(merge_blocks)),
+  hipLaunchKernelGGL(merge_kernel, dim3(static_cast<uint32_t>(merge_blocks)),
                      dim3(detail::kThreads), 0, stream, prm);
   PACTS_GPU_CHECK(hipGetLastError());
 #endif

@@ -719,14 +719,16 @@ __host__ __device__ constexpr int merge_slices(int rows_per_item) {
 inline constexpr int kMergeChunk = 64;
 // A merge kernel thread's first partitions whose accumulator partials it loads before the
 // weights are known, together with the (m, l) partials: at batch 1 the merge is a chain of
-// dependent round trips, and these loads leave it. Timing experiment only (bench/ variant
-// merge_serial): none, every accumulator partial loaded after the weights.
+// dependent round trips, and these loads leave it. Only the merge kernels of plans of at least
+// kMergePrefetch partitions (merge_kernel's kEarly, chosen by the host): the 16 values held
+// across the weights' binary64 calls take registers and stack, which cost up to 3 % on plans of
+// 3 to 6 partitions, where the chain is short. Timing experiment only (bench/ variant
+// merge_serial): never, every accumulator partial loaded after the weights.
 #if defined(PACTS_EXPERIMENT_MERGE_SERIAL)
 inline constexpr int kMergePrefetch = 0;
 #else
 inline constexpr int kMergePrefetch = 16;
 #endif
-static_assert(kMergePrefetch <= kMergeChunk, "the prefetched partitions are the first chunk's");
 
 // What a block merging partials keeps in shared memory (merge_partials): per row its partitions,
 // origin and sum; per chunk of kMergeChunk partitions the rows' (m, l) partials and weights.
@@ -752,7 +754,7 @@ struct MergeScratch {
 // round trips, not a chain per partition. For a fixed plan the bits do not depend
 // on which block or thread runs it (PACTS-META-2). kCrossBlock: the partials were written by
 // other blocks of this launch (gpu::load_cross_block).
-template <int D, int kBlockThreads, int kElems, int kBatch, bool kCrossBlock>
+template <int D, int kBlockThreads, int kElems, int kBatch, bool kCrossBlock, int kPrefetch = 0>
 __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck& seq, int64_t b,
                                int64_t kv_head, int32_t row_tile, int first) {
   static_assert(kBlockThreads % gpu::kWarpSize == 0 && kMergeChunk % gpu::kWarpSize == 0);
@@ -814,7 +816,8 @@ __device__ void merge_partials(const Params& p, MergeScratch& sh, const SeqCheck
   // with the (m, l) partials below: only partitions of the element's row (its keys' partitions,
   // whose partials the tile kernel wrote), whatever their weight; folded in the same order as
   // the others (partition order), so the bits are those of loading them later.
-  constexpr int kPrefetch = kElems == 1 ? kMergePrefetch : 0;
+  static_assert(kPrefetch == 0 || kElems == 1, "early loads: one element per thread");
+  static_assert(kPrefetch <= kMergeChunk, "the early partitions are the first chunk's");
   float pre[kPrefetch > 0 ? kPrefetch : 1];
   if constexpr (kPrefetch > 0) {
     const KeyRange z = zs(0);
@@ -974,8 +977,9 @@ __device__ void merge_if_last(const Params& p, MergeScratch& sh, const SeqCheck&
 
 // The merge of a split plan as a kernel of its own (the tile kernels that do not merge their
 // row tiles in-launch): block (item, slice) writes elements [slice * kThreads, +kThreads) of the
-// item's rows x D outputs, one per thread.
-template <int D>
+// item's rows x D outputs, one per thread. kEarly: the accumulator partials of the first
+// kMergePrefetch partitions loaded with the (m, l) partials (plans of at least that many).
+template <int D, bool kEarly>
 __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
   __shared__ MergeScratch sh;
   const int slices = merge_slices<D>(p.rows_per_item);
@@ -989,7 +993,8 @@ __global__ void __launch_bounds__(kThreads) merge_kernel(const Params p) {
   // Launched as a programmatic dependent of the tile kernel (decode_hip.cpp): the check above reads
   // inputs only, the partials are read after the tile grid has completed.
   gpu::wait_for_prior_grid();
-  merge_partials<D, kThreads, 1, 8, false>(p, sh, seq, b, kv_head, row_tile, slice * kThreads);
+  merge_partials<D, kThreads, 1, 8, false, kEarly ? kMergePrefetch : 0>(p, sh, seq, b, kv_head,
+                                                                        row_tile, slice * kThreads);
 }
 
 }  // namespace pacts::kernels::hip::detail
