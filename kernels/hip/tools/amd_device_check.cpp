@@ -28,9 +28,12 @@ PACTS_AMD_CHECK_FORMAT(E5M2)
 PACTS_AMD_CHECK_FORMAT(E5M2FNUZ)
 PACTS_AMD_CHECK_FORMAT(E2M1)
 #undef PACTS_AMD_CHECK_FORMAT
-template __global__ void merge_kernel<64>(Params);
-template __global__ void merge_kernel<128>(Params);
-template __global__ void merge_kernel<256>(Params);
+template __global__ void merge_kernel<64, false>(Params);
+template __global__ void merge_kernel<128, false>(Params);
+template __global__ void merge_kernel<256, false>(Params);
+template __global__ void merge_kernel<64, true>(Params);
+template __global__ void merge_kernel<128, true>(Params);
+template __global__ void merge_kernel<256, true>(Params);
 
 // The tile kernel's LDS must fit gfx942's 64 KiB (docs/kernel-design.md, portability trap 5).
 static_assert(sizeof(Smem<256>) <= 64 * 1024 && sizeof(Smem<128>) <= 64 * 1024);
