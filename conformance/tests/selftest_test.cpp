@@ -266,17 +266,23 @@ TEST(SelfTestPlan, FaultsAreSilentOnCleanData) {
   }
 }
 
+// One sequence of `context` keys, one query head on one KV head (the shape's other fields default).
+CaseShape one_head_sequence(int32_t context) {
+  CaseShape shape;
+  shape.batch = 1;
+  shape.num_q_heads = shape.num_kv_heads = 1;
+  shape.contexts = {context};
+  return shape;
+}
+
 // window_page_edge acts only where a window is one key off a page multiple: W = 2P + 1 and 2P - 1
 // inside the context change the output, W = 2P, 2P + 2 and a window beyond the context change no
 // bit.
 TEST(SelfTestPlan, WindowPageEdgeActsOnlyOneKeyOffAPageMultiple) {
   auto reference = make_reference_backend();
   auto backend = make_fault_backend(make_reference_backend(), Fault::kWindowPageEdge);
-  CaseShape shape;
-  shape.batch = 1;
-  shape.num_q_heads = shape.num_kv_heads = 1;
+  CaseShape shape = one_head_sequence(40);
   shape.page_size = 8;
-  shape.contexts = {40};
   for (int32_t w : {17, 15, 16, 18, 41, 47}) {
     shape.window = w;
     const CaseData c = make_case(shape, 7);
@@ -294,10 +300,7 @@ TEST(SelfTestPlan, WindowPageEdgeActsOnlyOneKeyOffAPageMultiple) {
 TEST(SelfTestPlan, MergeWrongMaxOverflowsOnADominantLateLogit) {
   auto reference = make_reference_backend();
   auto backend = make_fault_backend(make_reference_backend(), Fault::kMergeWrongMax);
-  CaseShape shape;
-  shape.batch = 1;
-  shape.num_q_heads = shape.num_kv_heads = 1;
-  shape.contexts = {32};  // partitions [0, 16) and [16, 32)
+  CaseShape shape = one_head_sequence(32);  // partitions [0, 16) and [16, 32)
   for (int32_t key : {20, 5}) {
     // q_0 = 1 (bf16 0x3F80), k_{key,0} = 4096 (bf16 0x4580): logit about 4096 / sqrt(64) = 512.
     const std::vector<Override> dominant = {
