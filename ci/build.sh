@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/deps.sh
+# shellcheck source=ci/ccache_env.sh
+source ci/ccache_env.sh
 cmake --preset default
 cmake --build --preset default -j "$(nproc)"

@@ -9,6 +9,7 @@ packages=(
   libboost-dev nlohmann-json3-dev libcli11-dev
   python3 python3-numpy
   pkgconf dpkg-dev file shellcheck
+  ccache
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,8 @@
 # what ptxas and clang report about registers and spills.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/ccache_env.sh
+source ci/ccache_env.sh
 
 nvcc=""
 for candidate in "$(command -v nvcc || true)" /usr/local/cuda/bin/nvcc; do
@@ -18,7 +20,9 @@ if ! command -v clang++-22 >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang-22 lld-22
 fi
 
-args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_BUILD_TESTS=ON -DPACTS_CHECK_AMD=ON)
+# The C++ flags of the default preset (RelWithDebInfo, warnings as errors), so that the sources both
+# folders compile are compiled once (ci/ccache_env.sh).
+args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPACTS_WERROR=ON -DPACTS_BUILD_TESTS=ON -DPACTS_CHECK_AMD=ON)
 targets=(pacts_hip_amd_check)
 if [ -n "$nvcc" ]; then
   # The mutant and bench-variant libraries as PTX only (kernels/hip/CMakeLists.txt,
@@ -39,6 +43,10 @@ cmake -S . -B build-gpu-check "${args[@]}" > build-gpu-check.log 2>&1 || { cat b
 cmake --build build-gpu-check -j "$(nproc)" --target "${targets[@]}" >> build-gpu-check.log 2>&1 || {
   tail -50 build-gpu-check.log; exit 1; }
 echo "GPU compile checks passed (compile-only: no kernel ran here)"
+if [ "${CMAKE_CXX_COMPILER_LAUNCHER:-}" = ccache ]; then
+  echo "C++ objects taken from the cache (both build folders, ci/ccache_env.sh):"
+  ccache --show-stats | grep -E "^ *(Hits|Misses):" || true
+fi
 if [ -n "$nvcc" ]; then
   echo "sm_90 (ptxas), distinct register/spill lines:"
   grep -E "Used [0-9]+ registers|spill" build-gpu-check.log | sed 's/^.*ptxas info *: *//' | sort | uniq -c | head -20 ||
