@@ -104,7 +104,8 @@ class DeviceView {
                           std::string("hip backend: guard zone: the kernels wrote outside `") + name +
                               "`: " + std::to_string(count) + " byte(s) before its first byte, the first " +
                               std::to_string(before_ - static_cast<uint64_t>(first)) + " bytes before it");
-    if (spec::Status s = kernels::hip::memory::to_host(zone.data(), view_.data + view_.bytes, kGuardBytes);
+    if (spec::Status s =
+            kernels::hip::memory::to_host(zone.data(), base_ + before_ + view_.bytes, kGuardBytes);
         !s)
       return s;
     changed(kGuardBytes, &first, &count);
