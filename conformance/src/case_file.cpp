@@ -259,6 +259,8 @@ Json shape_to_json(const CaseShape& s) {
   if (s.out_head_major) j["out_order"] = io::name_of(io::kRowOrderNames, s.out_head_major);
   j["bt_extra_cols"] = s.bt_extra_cols;
   j["share_pages"] = s.share_pages;
+  // Written only when set, like q_order: other shapes' files stay as they were.
+  if (s.low_pages != 0) j["low_pages"] = s.low_pages;
   j["k_e8m0_lo"] = s.k_e8m0_lo;
   j["k_e8m0_hi"] = s.k_e8m0_hi;
   j["v_e8m0_lo"] = s.v_e8m0_lo;
@@ -285,7 +287,7 @@ void check_shape_problem(const CaseShape& s, const std::string& where) {
   // The page counts make_case forms (an upper bound when contexts are drawn) must fit their
   // int32 fields.
   const int64_t P = s.page_size;
-  int64_t pages = s.extra_pages, longest = 0;
+  int64_t pages = int64_t{s.extra_pages} + s.low_pages, longest = 0;
   if (s.contexts.empty()) {
     pages += int64_t{s.batch} * ((int64_t{s.max_context} + P - 1) / P);
     longest = s.max_context;
@@ -297,7 +299,7 @@ void check_shape_problem(const CaseShape& s, const std::string& where) {
   const int64_t columns = std::max<int64_t>((longest + P - 1) / P + s.bt_extra_cols, 1);
   if (pages > INT32_MAX)
     throw io::FieldError{where + ": shape: " + std::to_string(pages) +
-                         " pages (contexts and extra_pages) exceed num_pages' int32 range"};
+                         " pages (contexts, extra_pages and low_pages) exceed num_pages' int32 range"};
   if (columns > INT32_MAX)
     throw io::FieldError{where + ": shape.bt_extra_cols " + std::to_string(s.bt_extra_cols) +
                          ": block-table columns exceed max_pages_per_seq's int32 range"};
@@ -366,6 +368,7 @@ CaseShape shape_from_json(const Json& j, const std::string& where) {
   s.out_head_major = f.has("out_order") && f.name("out_order", io::kRowOrderNames);
   s.bt_extra_cols = f.int32("bt_extra_cols", 0);
   s.share_pages = f.boolean("share_pages");
+  s.low_pages = f.has("low_pages") ? f.int32("low_pages", 0) : 0;
   s.k_e8m0_lo = f.int32("k_e8m0_lo", 0, 255);
   s.k_e8m0_hi = f.int32("k_e8m0_hi", s.k_e8m0_lo, 255);
   s.v_e8m0_lo = f.int32("v_e8m0_lo", 0, 255);

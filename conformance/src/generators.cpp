@@ -1,4 +1,5 @@
 #include <pacts/conformance/generators.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/formats.h>
 
 #include <algorithm>
@@ -112,6 +113,11 @@ int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
 }
 
 // Halve the longest context until the reference's work fits the budget.
+// The bytes one more pool page adds to the case's buffers (K, V and their scale pools).
+uint64_t page_bytes(const CaseShape& s) {
+  return case_buffer_bytes(shape_problem(s, 2, 1)) - case_buffer_bytes(shape_problem(s, 1, 1));
+}
+
 void fit_budget(CaseShape& s, const GenLimits& lim) {
   while (reference_work(s) > lim.max_reference_work) {
     auto longest = std::max_element(s.contexts.begin(), s.contexts.end());
@@ -270,6 +276,12 @@ rc::Gen<CaseSpec> gen_case(const GenLimits& lim) {
       const int32_t pages = std::max(ctx / std::max(s.page_size, 1), 1);
       s.window = std::max(s.page_size * *gen::inRange<int32_t>(1, pages + 1) + pick<int32_t>({-1, 1}), 1);
     }
+    // Also drawn last: page ids past 16 bits (aiter #3062: block ids read through 16-bit
+    // arithmetic). 2^16 pages that no sequence owns sit below the owned ones, in three of four
+    // cases whose pages are small enough for those to take at most kHighIdPoolBytes.
+    if (lim.high_page_ids && page_bytes(s) * kLowPages <= kHighIdPoolBytes &&
+        pick_weighted<bool>({{1, false}, {3, true}}))
+      s.low_pages = kLowPages;
     return c;
   });
 }
@@ -308,6 +320,7 @@ std::string describe(const CaseSpec& c) {
   if (s.sinks) os << " sinks";
   if (s.softcap > 0) os << " softcap " << s.softcap;
   if (!c.overrides.empty()) os << " overrides " << c.overrides.size();
+  if (s.low_pages) os << " page ids >= " << s.low_pages;
   os << " seed " << c.seed;
   return os.str();
 }

@@ -207,14 +207,15 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
   const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
   CaseData c;
   pacts_problem& p = c.problem;
-  p = shape_problem(s, used_pages + s.extra_pages, std::max(max_pages, 1));
+  p = shape_problem(s, used_pages + s.extra_pages + s.low_pages, std::max(max_pages, 1));
   c.allocate();
   c.context_lens = ctx;
 
-  // Random physical pages: a permutation, so page ids never follow logical order. With
-  // share_pages, every sequence's first page is sequence 0's (a shared prefix).
-  std::vector<int32_t> pages(static_cast<size_t>(p.num_pages));
-  std::iota(pages.begin(), pages.end(), 0);
+  // Random physical pages: a permutation of the ids from low_pages up, so page ids never follow
+  // logical order. With share_pages, every sequence's first page is sequence 0's (a shared
+  // prefix).
+  std::vector<int32_t> pages(static_cast<size_t>(p.num_pages - s.low_pages));
+  std::iota(pages.begin(), pages.end(), s.low_pages);
   rng.shuffle(pages);
   size_t next = 0;
   for (int32_t b = 0; b < p.batch; ++b) {
@@ -226,8 +227,9 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
     }
   }
 
-  // Data for every row of every page (owned or not; poison_unowned overwrites the rest).
-  for (int64_t page = 0; page < p.num_pages; ++page)
+  // Data for every row of every page from low_pages up (owned or not; poison_unowned overwrites
+  // the rest); the low pages keep the zeros allocate() gave them.
+  for (int64_t page = s.low_pages; page < p.num_pages; ++page)
     for (int64_t h = 0; h < p.num_kv_heads; ++h)
       for (int64_t t = 0; t < p.page_size; ++t) {
         fill_pool_row(rng, p, p.k_layout, c.k, page, h, t);

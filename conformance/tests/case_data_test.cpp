@@ -5,12 +5,14 @@
 #include <pacts/conformance/check_util.h>
 #include <pacts/conformance/random_case.h>
 #include <pacts/conformance/generators.h>
+#include <pacts/conformance/input_limits.h>
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace pacts::conformance {
@@ -101,6 +103,43 @@ TEST(RandomCase, EveryGeneratedCaseIsValid) {
   }
 }
 
+// Page ids past 16 bits (spec/case_files.md §3.1, aiter #3062): with low_pages every owned page
+// id is at least low_pages, the pages below are owned by nobody and keep zero bytes, and the
+// pages from low_pages up are filled as without them.
+TEST(RandomCase, LowPagesPutEveryOwnedIdAboveThem) {
+  CaseShape s;
+  s.batch = 3;
+  s.num_kv_heads = 1;
+  s.num_q_heads = 2;
+  s.page_size = 8;
+  s.kv_format = PACTS_FORMAT_E4M3FN;
+  s.contexts = {9, 0, 17};
+  s.share_pages = true;
+  s.low_pages = kLowPages;
+  CaseData c = make_case(s, 5);
+  const pacts_problem& p = c.problem;
+  ASSERT_TRUE(spec::validate(p, c.buffers()).is_ok());
+  EXPECT_EQ(p.num_pages, 2 + 0 + 3 + s.extra_pages + kLowPages);
+  int owned = 0;
+  for (int32_t b = 0; b < p.batch; ++b)
+    for (int32_t col = 0; col * p.page_size < c.context_lens[static_cast<size_t>(b)]; ++col, ++owned) {
+      const int32_t id = c.block_table[static_cast<size_t>(b * p.block_table_stride + col)];
+      EXPECT_GE(id, kLowPages);
+      EXPECT_LT(id, p.num_pages);
+    }
+  EXPECT_EQ(owned, 5);
+  const auto page_bytes = [&](const std::vector<uint8_t>& pool, int64_t page) {
+    const int64_t n = p.k_layout.s_page;  // e4m3fn: one byte an element; K and V alike here
+    return std::vector<uint8_t>(pool.begin() + page * n, pool.begin() + (page + 1) * n);
+  };
+  const std::vector<uint8_t> zeros(static_cast<size_t>(p.k_layout.s_page), 0);
+  for (int64_t page : {int64_t{0}, int64_t{12345}, int64_t{kLowPages} - 1}) {
+    EXPECT_EQ(page_bytes(c.k, page), zeros) << "page " << page;
+    EXPECT_EQ(page_bytes(c.v, page), zeros) << "page " << page;
+  }
+  EXPECT_NE(page_bytes(c.k, c.block_table[0]), zeros);
+}
+
 TEST(RandomCase, SameSeedSameBytes) {
   const CaseData a = make_case(random_shape(42), 42);
   const CaseData b = make_case(random_shape(42), 42);
@@ -186,6 +225,32 @@ TEST(Generators, FollowShapeLimitsAndOptions) {
                    : 1;
   }
   EXPECT_GT(outside, 150);
+}
+
+// High page ids are drawn last, for about three in four cases whose 2^16 unowned pages fit
+// kHighIdPoolBytes, never for others, and never when a property turns them off.
+TEST(Generators, DrawHighPageIdsWhereTheyFit) {
+  GenLimits off;
+  off.high_page_ids = false;
+  int high = 0, fits = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    const CaseSpec c = gen_case()(rc::Random(seed), 50).value();
+    CaseShape low = c.shape;
+    low.low_pages = 0;
+    const uint64_t page = case_buffer_bytes(shape_problem(low, 2, 1)) -
+                          case_buffer_bytes(shape_problem(low, 1, 1));
+    const bool fit = page * kLowPages <= kHighIdPoolBytes;
+    fits += fit ? 1 : 0;
+    if (c.shape.low_pages != 0) {
+      ++high;
+      EXPECT_EQ(c.shape.low_pages, kLowPages) << describe(c);
+      EXPECT_TRUE(fit) << describe(c) << ": " << page << " bytes a page";
+    }
+    EXPECT_EQ(gen_case(off)(rc::Random(seed), 50).value().shape.low_pages, 0);
+  }
+  std::printf("high page ids: %d of 400 generated cases, %d of which fit\n", high, fits);
+  EXPECT_GT(high, fits / 2) << fits << " cases fit";
+  EXPECT_LT(high, fits) << fits << " cases fit";
 }
 
 }  // namespace

@@ -87,6 +87,7 @@ void expect_same_shape(const CaseShape& a, const CaseShape& b) {
   EXPECT_EQ(a.out_head_major, b.out_head_major);
   EXPECT_EQ(a.bt_extra_cols, b.bt_extra_cols);
   EXPECT_EQ(a.share_pages, b.share_pages);
+  EXPECT_EQ(a.low_pages, b.low_pages);
   EXPECT_EQ(a.k_e8m0_lo, b.k_e8m0_lo);
   EXPECT_EQ(a.k_e8m0_hi, b.k_e8m0_hi);
   EXPECT_EQ(a.v_e8m0_lo, b.v_e8m0_lo);
@@ -338,6 +339,29 @@ TEST(CaseFileJson, RowOrdersAreOptionalAndRoundTrip) {
   EXPECT_NE(bad.status().message().find("shape.out_order \"column_major\""), std::string::npos)
       << bad.status().message();
   EXPECT_NE(bad.status().message().find("token_major, head_major"), std::string::npos)
+      << bad.status().message();
+}
+
+// low_pages: optional, written only when not 0 (spec/case_files.md §2.3); a negative value is
+// refused by name.
+TEST(CaseFileJson, LowPagesAreOptionalAndRoundTrip) {
+  CaseFile f = rich_file();
+  EXPECT_FALSE(Json::parse(to_json_text(f))["shape"].contains("low_pages"));
+  f.spec.shape.low_pages = 70000;
+  const Json j = Json::parse(to_json_text(f));
+  EXPECT_EQ(j["shape"]["low_pages"], 70000);
+  auto back = from_json_text(j.dump());
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  expect_same_file(f, back.value());
+  const CaseData c = back.value().spec.build();
+  for (int32_t b = 0; b < c.problem.batch; ++b)
+    for (int32_t col = 0; col * c.problem.page_size < c.context_lens[static_cast<size_t>(b)]; ++col)
+      EXPECT_GE(c.block_table[static_cast<size_t>(b * c.problem.block_table_stride + col)], 70000);
+  Json neg = j;
+  neg["shape"]["low_pages"] = -1;
+  auto bad = from_json_text(neg.dump());
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("shape.low_pages"), std::string::npos)
       << bad.status().message();
 }
 

@@ -258,6 +258,7 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec) {
   option([](auto& s) { return s.bt_extra_cols != 0 ? (s.bt_extra_cols = 0, true) : false; });
   option([](auto& s) { return s.extra_pages != 0 ? (s.extra_pages = 0, true) : false; });
   option([](auto& s) { return s.share_pages ? (s.share_pages = false, true) : false; });
+  option([](auto& s) { return s.low_pages != 0 ? (s.low_pages = 0, true) : false; });
   option([](auto& s) {
     using L = conformance::PoolLayout;
     if (s.k_layout == L::kNHD && s.v_layout == L::kNHD) return false;

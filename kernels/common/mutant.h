@@ -189,7 +189,14 @@
     "just past the output view (inside the allocation, where compute-sanitizer sees nothing)")     \
   G(hip_tiny_keys_dropped, scale_application, "spec/formats.md §3, spec/operator.md §7",           \
     "per-token fp8 V: a key whose scale may give tiny elements is kept out of the MMAs and never " \
-    "added on the CUDA cores either (its V flushed to zero)")
+    "added on the CUDA cores either (its V flushed to zero)")                                      \
+  /* kernels/host/ and kernels/hip/ again (appended) */                                           \
+  X(page_id_16bit, narrow_page_ids, "spec/operator.md §2 (page ids 0..N-1), §3.2",                 \
+    "aiter #3062: a block-table entry read through 16-bit arithmetic, so page ids of 2^16 and "    \
+    "above wrap to a page 2^16 lower")                                                             \
+  G(hip_page_id_16bit, narrow_page_ids, "spec/operator.md §2 (page ids 0..N-1), §3.2",             \
+    "aiter #3062 in the HIP kernels: a block-table entry read through 16-bit arithmetic in the "   \
+    "key slots' lookup")
 
 namespace pacts::kernels::common {
 

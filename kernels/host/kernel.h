@@ -178,7 +178,8 @@ inline void load_tile(const Call& c, int64_t b, int64_t head, int64_t t0, KeyRan
       }
       continue;
     }
-    const int64_t page = load<int32_t>(c.block_table, b * p.block_table_stride + j / p.page_size);
+    int64_t page = load<int32_t>(c.block_table, b * p.block_table_stride + j / p.page_size);
+    if (PACTS_MUTANT(page_id_16bit)) page = static_cast<uint16_t>(page);
     const int64_t slot = j % p.page_size;
     dequant_row<D, kTile>(c.k, page, head, slot, &s.kt[0][col]);
     dequant_row<D, 1>(c.v, page, head, slot, s.v[col]);

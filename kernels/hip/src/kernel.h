@@ -397,7 +397,8 @@ __device__ inline int64_t slot_entry(const Params& p, int64_t b, int64_t t0, Key
   // by less than a tile. A power-of-two page size takes a shift (the same quotient).
   const uint32_t ju = static_cast<uint32_t>(j), ps = static_cast<uint32_t>(p.page_size);
   const uint32_t column = p.page_shift >= 0 ? ju >> p.page_shift : ju / ps;
-  const int64_t page = p.block_table[b * p.block_table_stride + column];
+  int64_t page = p.block_table[b * p.block_table_stride + column];
+  if (PACTS_MUTANT(hip_page_id_16bit)) page = static_cast<uint16_t>(page);
   return page << 32 | (ju - column * ps);
 }
 

@@ -55,7 +55,14 @@ struct GenLimits {
   bool allow_lse = true;
   // false for properties that want problems outside the capabilities (PACTS-REFUSE-2).
   bool follow_capabilities = true;
+  // Pools of 2^16 + n pages whose owned pages all have ids of at least 2^16 (CaseShape::
+  // low_pages), drawn for three in four cases whose 2^16 unowned pages fit kHighIdPoolBytes.
+  bool high_page_ids = true;
 };
+
+// The unowned pages below the owned ones in a high-page-id case, and the most bytes they may take.
+inline constexpr int32_t kLowPages = int32_t{1} << 16;
+inline constexpr uint64_t kHighIdPoolBytes = uint64_t{128} << 20;
 
 rc::Gen<CaseSpec> gen_case(const GenLimits& limits = {});
 

@@ -33,6 +33,9 @@ struct CaseShape {
   bool q_head_major = false, out_head_major = false;
   int32_t bt_extra_cols = 0;  // block-table columns beyond the longest context (padding)
   bool share_pages = false;   // every sequence's first page is sequence 0's first page
+  // Pool pages below every owned page: ids 0..low_pages-1 belong to no sequence and their bytes
+  // stay 0, so every owned page id is at least low_pages (65536: ids past 16 bits, aiter #3062).
+  int32_t low_pages = 0;
   int32_t k_e8m0_lo = 122, k_e8m0_hi = 127;  // MXFP4 K scale bytes are drawn in [lo, hi]
   int32_t v_e8m0_lo = 122, v_e8m0_hi = 127;  // MXFP4 V scale bytes
   int32_t q_exponent = 0;     // Q values are scaled by 2^q_exponent (tiny Q meets huge K)

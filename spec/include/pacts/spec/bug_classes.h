@@ -48,7 +48,9 @@
   X(false_refusal, "spec/refusals.md §1",                                                         \
     "a declared capability refused as NotSupported")                                              \
   X(plan_dependence, "spec/operator.md §11.1",                                                    \
-    "the batch-invariant plan's split taken from the batch")
+    "the batch-invariant plan's split taken from the batch")                                      \
+  X(narrow_page_ids, "spec/operator.md §2 (page ids 0..N-1), §3.2",                               \
+    "page ids read or multiplied in 16- or 24-bit arithmetic, which wrap at 2^16 or 2^24 pages")
 
 namespace pacts::spec {
 
