@@ -104,8 +104,8 @@ TEST(RandomCase, EveryGeneratedCaseIsValid) {
 }
 
 // Page ids past 16 bits (spec/case_files.md §3.1, aiter #3062): with low_pages every owned page
-// id is at least low_pages, the pages below are owned by nobody and keep zero bytes, and the
-// pages from low_pages up are filled as without them.
+// id is at least low_pages (a shared first page included), the pages below are owned by nobody
+// and keep zero bytes, and the owned pages hold data.
 TEST(RandomCase, LowPagesPutEveryOwnedIdAboveThem) {
   CaseShape s;
   s.batch = 3;
