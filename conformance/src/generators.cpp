@@ -112,12 +112,12 @@ int32_t pick_context(const CaseShape& s, const GenLimits& lim) {
                                                     : *gen::inRange<int32_t>(0, lim.long_context + 1);
 }
 
-// Halve the longest context until the reference's work fits the budget.
 // The bytes one more pool page adds to the case's buffers (K, V and their scale pools).
 uint64_t page_bytes(const CaseShape& s) {
   return case_buffer_bytes(shape_problem(s, 2, 1)) - case_buffer_bytes(shape_problem(s, 1, 1));
 }
 
+// Halve the longest context until the reference's work fits the budget.
 void fit_budget(CaseShape& s, const GenLimits& lim) {
   while (reference_work(s) > lim.max_reference_work) {
     auto longest = std::max_element(s.contexts.begin(), s.contexts.end());
