@@ -59,30 +59,8 @@ class HipTimer final : public Timer {
 
   std::string device() const override { return device_.name; }
   std::string driver() const override {
-    // The kernel module's version where the system says it (NVIDIA on Linux), then the driver
-    // API version the runtime reports.
-    std::string text;
-    if (std::FILE* f = std::fopen("/proc/driver/nvidia/version", "r")) {
-      char line[512] = {};
-      if (std::fgets(line, sizeof line, f) != nullptr) text = line;
-      std::fclose(f);
-      // "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  ...": the
-      // first word after "Module" that starts with a digit and holds a dot.
-      const size_t module = text.find("Module");
-      std::string version;
-      if (module != std::string::npos) {
-        std::istringstream words(text.substr(module + 6));
-        for (std::string w; words >> w;)
-          if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) {
-            version = w;
-            break;
-          }
-      }
-      text = version;
-    }
-    if (const spec::Result<int> api = gpu::driver_api_version(); api)
-      text += (text.empty() ? "" : ", ") + std::string("driver API ") + std::to_string(api.value());
-    return text;
+    const spec::Result<int> api = gpu::driver_api_version();
+    return gpu::driver_description(api ? api.value() : -1);
   }
   std::string runtime() const override {
     const spec::Result<int> v = gpu::runtime_version();

@@ -3,6 +3,7 @@
 #include "bench_timing.h"
 
 #include "bench_inputs.h"
+#include "platform/driver_version.h"
 #include "platform/gpu.h"
 
 namespace pacts::kernels::hip::timing {
@@ -147,6 +148,8 @@ spec::Result<int> driver_api_version() {
   PACTS_GPU_CHECK(hipDriverGetVersion(&v));
   return v;
 }
+
+std::string driver_description(int driver_api) { return platform::driver_description(driver_api); }
 
 spec::Result<int> runtime_version() {
   int v = 0;

@@ -8,6 +8,8 @@
 #include <pacts/problem.h>
 #include <pacts/spec/status.h>
 
+#include <string>
+
 #include <cstdint>
 
 namespace pacts::kernels::hip::timing {
@@ -88,6 +90,8 @@ class Stream {
 // The driver API version and the runtime version the runtime reports (as its integers).
 spec::Result<int> driver_api_version();
 spec::Result<int> runtime_version();
+// The driver as reports name it (platform/driver_version.h): "580.159.04, driver API 13000".
+std::string driver_description(int driver_api);
 // The L2 cache of device `ordinal`, in bytes.
 spec::Result<int64_t> l2_cache_bytes(int32_t ordinal);
 // Synchronous copies between host and device memory.

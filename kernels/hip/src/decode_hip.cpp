@@ -4,6 +4,7 @@
 #include <pacts/spec/formats.h>
 #include <pacts/spec/validate.h>
 
+#include "platform/driver_version.h"
 #include "platform/gpu.h"
 #include "src/kernel.h"
 #if PACTS_HIP_MATRIX_UNIT
@@ -419,7 +420,7 @@ spec::Result<DeviceInfo> device(int32_t ordinal) {
     std::memcpy(bytes, prop.uuid.bytes, sizeof bytes);
     info.uuid = format_gpu_uuid(bytes);
     int version = 0;
-    if (hipDriverGetVersion(&version) == hipSuccess) info.driver = "driver API " + std::to_string(version);
+    info.driver = platform::driver_description(hipDriverGetVersion(&version) == hipSuccess ? version : -1);
     if (hipRuntimeGetVersion(&version) == hipSuccess) info.runtime = "runtime " + std::to_string(version);
   }
 #if defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_HCC__)
