@@ -116,6 +116,25 @@ __device__ inline uint32_t e4m3x2_to_f16x2(uint32_t codes) {
 __device__ inline float2 e4m3x2_to_float2(uint32_t codes) {
   return f16x2_to_float2(e4m3x2_to_f16x2(codes));
 }
+// The same for the two codes of one 16-bit half of `word` (the low half, or the high one where
+// kHigh): the half is the conversion's operand as it stands, so no instruction takes the bytes
+// apart first. `high` is a constant where the callers' loops are unrolled.
+__device__ inline uint32_t e4m3x2_half_to_f16x2(uint32_t word, bool high) {
+  uint32_t h;
+  if (high)
+    asm("{\n.reg .b16 l, c;\nmov.b32 {l, c}, %1;\ncvt.rn.f16x2.e4m3x2 %0, c;\n}\n" : "=r"(h) : "r"(word));
+  else
+    asm("{\n.reg .b16 c, u;\nmov.b32 {c, u}, %1;\ncvt.rn.f16x2.e4m3x2 %0, c;\n}\n" : "=r"(h) : "r"(word));
+  return h;
+}
+__device__ inline uint32_t e5m2x2_half_to_f16x2(uint32_t word, bool high) {
+  uint32_t h;
+  if (high)
+    asm("{\n.reg .b16 l, c;\nmov.b32 {l, c}, %1;\ncvt.rn.f16x2.e5m2x2 %0, c;\n}\n" : "=r"(h) : "r"(word));
+  else
+    asm("{\n.reg .b16 c, u;\nmov.b32 {c, u}, %1;\ncvt.rn.f16x2.e5m2x2 %0, c;\n}\n" : "=r"(h) : "r"(word));
+  return h;
+}
 __device__ inline float2 e5m2x2_to_float2(uint32_t codes) {
   uint32_t h;
   asm("{\n.reg .b16 c;\ncvt.u16.u32 c, %1;\ncvt.rn.f16x2.e5m2x2 %0, c;\n}\n" : "=r"(h) : "r"(codes));

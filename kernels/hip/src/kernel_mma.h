@@ -622,6 +622,19 @@ __device__ void gather_v_dim_major(const Params& p, int64_t kv_head, int64_t e0,
   }
 }
 
+// kRawRows: whole rows shorter than a bulk copy's worth (p.raw_bulk without RawShape::kBulkRows)
+// move by a lane pair per key whose row addresses are computed once per tile, where the general
+// path computed a 64-bit address through the layout's chunks for every 16-byte copy. Timing
+// experiment only (bench/ variant raw_chunks): the general path for them, as before.
+#if defined(PACTS_EXPERIMENT_RAW_CHUNKS)
+inline constexpr bool kRawRowsAllowed = false;
+#else
+inline constexpr bool kRawRowsAllowed = true;
+#endif
+template <class R>
+inline constexpr bool kRawRows = kRawRowsAllowed && !R::kBulkRows && R::kCopies % 2 == 0 &&
+                                 2 * R::kKeys == gpu::kWarpSize;
+
 // The split kernels' copies of a tile into `stage` (RawShape), from the lanes' slot_entry values:
 // the K and V rows of owned keys as stored; zeros of the kernel's own in every other slot (their
 // block-table entries, rows and scales are never read: spec/contract.md §5). The scales are
@@ -662,11 +675,45 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
       gpu::cp_async_bulk_row(dst, src, R::kRowBytes, bar);
     }
   }
+  // Rows as whole but shorter than kBulkRows (fp8 at D <= 128, e2m1): a lane pair per key, lane
+  // 2 k + h copying chunks h, h + 2, ... of key k's K and V rows by 16-byte cp.async, each row's
+  // address computed once per tile (kRawRows).
+  const bool rows = kRawRows<R> && !bulk && p.raw_bulk;
+  if constexpr (kRawRows<R>) {
+    if (rows) {
+      // The lane's offsets are derived here, from a value the compiler cannot see through, so
+      // that they are not hoisted out of the key loop and held in registers across the math
+      // (which made the kernels at the register limit spill).
+      int l = lane;
+      asm volatile("" : "+r"(l));
+      const int key = l / 2, h = l % 2;
+      const int64_t e = PACTS_SHFL(entry, key);
+      uint8_t* kd = stage + (key * R::kRowStride + h * 16);
+      uint8_t* vd = kd + R::kPoolBytes;
+      if (e < 0) {  // unowned: never an address
+#pragma unroll
+        for (int c = 0; c < R::kCopies / 2; ++c) {
+          *reinterpret_cast<uint4*>(kd + 32 * c) = make_uint4(0, 0, 0, 0);
+          *reinterpret_cast<uint4*>(vd + 32 * c) = make_uint4(0, 0, 0, 0);
+        }
+      } else {
+        int64_t k_row = 0, v_row = 0;
+        kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
+        const uint8_t* ks = p.k.data + (k_row * R::kUnitBytes + h * 16);
+        const uint8_t* vs = p.v.data + (v_row * R::kUnitBytes + h * 16);
+#pragma unroll
+        for (int c = 0; c < R::kCopies / 2; ++c) {
+          gpu::cp_async16(kd + 32 * c, ks + 32 * c);
+          gpu::cp_async16(vd + 32 * c, vs + 32 * c);
+        }
+      }
+    }
+  }
   const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
   bool v_gather = false;
   int64_t e0 = 0;
   if constexpr (kVGather<kFormat, kVDim>) {
-    if (!bulk && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
+    if (!bulk && !rows && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
       const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < R::kKeys && entry >= 0) & 0xFFFFu;
       e0 = PACTS_SHFL(entry, 0);
       const int64_t e15 = PACTS_SHFL(entry, R::kKeys - 1);
@@ -674,7 +721,7 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     }
   }
 #pragma unroll
-  for (int n = 0; n < (bulk ? 0 : R::kLoads); ++n) {
+  for (int n = 0; n < (bulk || rows ? 0 : R::kLoads); ++n) {
     const int idx = lane + n * gpu::kWarpSize;
     const int slot = idx / R::kCopies, c = idx % R::kCopies;
     uint8_t* kd = stage + slot * R::kRowStride + c * 16;
@@ -846,6 +893,48 @@ __device__ inline uint32_t v_codes_f16x2(uint32_t c0, uint32_t c1) {
     }
     return gpu::e4m3x2_to_f16x2(c0 | c1 << 8);
   }
+}
+
+// Timing experiment only (bench/ variant byte_pairs): fp8 code pairs taken apart byte by byte and
+// joined again before their conversion, as before decode_kv_half and v_codes_f16x2_of_words.
+#if defined(PACTS_EXPERIMENT_BYTE_PAIRS)
+inline constexpr bool kBytePairs = true;
+#else
+inline constexpr bool kBytePairs = false;
+#endif
+
+// kKLogit's K (e4m3fn, e5m2): codes e and e + 1 of a segment chunk, e even, are one 16-bit half
+// of a word (the high one where `high`), decoded as decode_kv2 decodes the two codes, with the
+// half as the conversion's operand: taking the bytes apart and joining them again cost about
+// three instructions per pair (bench/ variant byte_pairs keeps that).
+template <pacts_format kFormat>
+__device__ inline void decode_kv_half(uint32_t word, bool high, float& x0, float& x1) {
+  static_assert(kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2);
+  if (!kBytePairs && (kFormat == PACTS_FORMAT_E5M2 || !PACTS_MUTANT(e4m3fn_read_as_fnuz))) {
+    const float2 x = gpu::f16x2_to_float2(kFormat == PACTS_FORMAT_E5M2 ? gpu::e5m2x2_half_to_f16x2(word, high)
+                                                                        : gpu::e4m3x2_half_to_f16x2(word, high));
+    x0 = x.x;
+    x1 = x.y;
+    return;
+  }
+  const uint32_t pair = high ? word >> 16 : word & 0xFFFFu;
+  decode_kv2<kFormat>(pair & 0xFFu, pair >> 8, x0, x1);
+}
+
+// The V codes of element i of two keys' segment chunks (words w0, w1; one byte each, fp8) as the
+// fp16 B-fragment word of the fp16 P.V (v_codes_f16x2 of the two codes): one byte permute joins
+// the two codes where shifts and masks took each apart first.
+template <pacts_format kFormat>
+__device__ inline uint32_t v_codes_f16x2_of_words(uint32_t w0, uint32_t w1, int i) {
+  if constexpr (kFormat == PACTS_FORMAT_E4M3FN || kFormat == PACTS_FORMAT_E5M2) {
+    if (!kBytePairs && (kFormat == PACTS_FORMAT_E5M2 || !PACTS_MUTANT(e4m3fn_read_as_fnuz))) {
+      const uint32_t b = static_cast<uint32_t>(i % 4);
+      const uint32_t pair = __byte_perm(w0, w1, b | (4u + b) << 4);  // code 0 | code 1 << 8
+      if constexpr (kFormat == PACTS_FORMAT_E5M2) return __byte_perm(pair, 0u, 0x1404);  // c0 << 8 | c1 << 24
+      else return gpu::e4m3x2_half_to_f16x2(pair, false);
+    }
+  }
+  return v_codes_f16x2<kFormat>(segment_code<kFormat>(&w0, i % 4), segment_code<kFormat>(&w1, i % 4));
 }
 
 // A lane's segment of a raw row, read 16 bytes at a time (less when the segment is shorter);
@@ -1545,7 +1634,7 @@ split_kv_mma_kernel(const Params p) {
                   const int at = k_segment_elem(kk, f), e = at - c * Seg::kChunkElems;  // in chunk
                   if constexpr (kKLogit) {  // the codes, exact in bf16 (the scale is the logit's)
                     float x0 = 0.0f, x1 = 0.0f;
-                    decode_kv2<kFormat>(segment_code<kFormat>(w[h], e), segment_code<kFormat>(w[h], e + 1), x0, x1);
+                    decode_kv_half<kFormat>(w[h][e / 4], e % 4 == 2, x0, x1);
                     bk[2 * h + f] = gpu::pack_bf16x2_rn(x0, x1);
                     continue;
                   }
@@ -1657,10 +1746,14 @@ split_kv_mma_kernel(const Params p) {
             for (int i = 0; i < Seg::kChunkElems; ++i) {
               const int n = c * Seg::kChunkElems + i;
               if constexpr (kPvF16<kFormat, kSplitV, kVCodes>) {  // the codes as fp16, one MMA
-                const uint32_t b0 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[0], i),
-                                                           segment_code<kFormat>(w[1], i));
-                const uint32_t b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i),
-                                                           segment_code<kFormat>(w[3], i));
+                uint32_t b0 = 0, b1 = 0;
+                if constexpr (kIs16<kFormat>) {
+                  b0 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[0], i), segment_code<kFormat>(w[1], i));
+                  b1 = v_codes_f16x2<kFormat>(segment_code<kFormat>(w[2], i), segment_code<kFormat>(w[3], i));
+                } else {  // fp8: element i is byte i % 4 of word i / 4
+                  b0 = v_codes_f16x2_of_words<kFormat>(w[0][i / 4], w[1][i / 4], i);
+                  b1 = v_codes_f16x2_of_words<kFormat>(w[2][i / 4], w[3][i / 4], i);
+                }
                 feed(n, b0, b1, std::true_type{});
                 continue;
               }
