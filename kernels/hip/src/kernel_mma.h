@@ -623,17 +623,20 @@ __device__ void gather_v_dim_major(const Params& p, int64_t kv_head, int64_t e0,
 }
 
 // kRawRows: whole rows shorter than a bulk copy's worth (p.raw_bulk without RawShape::kBulkRows)
-// move by a lane pair per key whose row addresses are computed once per tile, where the general
-// path computed a 64-bit address through the layout's chunks for every 16-byte copy. Timing
+// copied by 16-byte cp.async straight from the row's address, where the general path took each
+// copy through the layout's chunk arithmetic and an alignment test. Not compiled into the
+// dim-major-V kernels (kVDim), whose pools never have whole rows: there the extra path cost
+// registers and spills (an H100 measured per-token e4m3fnuz 28 % slower in vLLM's layout). A
+// lane pair per key with each row's address once per tile was measured too: 5 % slower for
+// e4m3fn / e5m2 with a per-tensor scale, where this keeps the copies' coalescing. Timing
 // experiment only (bench/ variant raw_chunks): the general path for them, as before.
 #if defined(PACTS_EXPERIMENT_RAW_CHUNKS)
 inline constexpr bool kRawRowsAllowed = false;
 #else
 inline constexpr bool kRawRowsAllowed = true;
 #endif
-template <class R>
-inline constexpr bool kRawRows = kRawRowsAllowed && !R::kBulkRows && R::kCopies % 2 == 0 &&
-                                 2 * R::kKeys == gpu::kWarpSize;
+template <class R, bool kVDim>
+inline constexpr bool kRawRows = kRawRowsAllowed && !R::kBulkRows && !kVDim;
 
 // The split kernels' copies of a tile into `stage` (RawShape), from the lanes' slot_entry values:
 // the K and V rows of owned keys as stored; zeros of the kernel's own in every other slot (their
@@ -675,45 +678,15 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
       gpu::cp_async_bulk_row(dst, src, R::kRowBytes, bar);
     }
   }
-  // Rows as whole but shorter than kBulkRows (fp8 at D <= 128, e2m1): a lane pair per key, lane
-  // 2 k + h copying chunks h, h + 2, ... of key k's K and V rows by 16-byte cp.async, each row's
-  // address computed once per tile (kRawRows).
-  const bool rows = kRawRows<R> && !bulk && p.raw_bulk;
-  if constexpr (kRawRows<R>) {
-    if (rows) {
-      // The lane's offsets are derived here, from a value the compiler cannot see through, so
-      // that they are not hoisted out of the key loop and held in registers across the math
-      // (which made the kernels at the register limit spill).
-      int l = lane;
-      asm volatile("" : "+r"(l));
-      const int key = l / 2, h = l % 2;
-      const int64_t e = PACTS_SHFL(entry, key);
-      uint8_t* kd = stage + (key * R::kRowStride + h * 16);
-      uint8_t* vd = kd + R::kPoolBytes;
-      if (e < 0) {  // unowned: never an address
-#pragma unroll
-        for (int c = 0; c < R::kCopies / 2; ++c) {
-          *reinterpret_cast<uint4*>(kd + 32 * c) = make_uint4(0, 0, 0, 0);
-          *reinterpret_cast<uint4*>(vd + 32 * c) = make_uint4(0, 0, 0, 0);
-        }
-      } else {
-        int64_t k_row = 0, v_row = 0;
-        kv_rows<kFormat>(p, kv_head, e >> 32, e & 0xFFFFFFFF, 0, k_row, v_row);
-        const uint8_t* ks = p.k.data + (k_row * R::kUnitBytes + h * 16);
-        const uint8_t* vs = p.v.data + (v_row * R::kUnitBytes + h * 16);
-#pragma unroll
-        for (int c = 0; c < R::kCopies / 2; ++c) {
-          gpu::cp_async16(kd + 32 * c, ks + 32 * c);
-          gpu::cp_async16(vd + 32 * c, vs + 32 * c);
-        }
-      }
-    }
-  }
+  // Rows as whole but shorter than kBulkRows (fp8 at D <= 128, e2m1; kRawRows): the copies below
+  // go straight to the row's address plus the chunk's 16 bytes, without the layout's chunk
+  // arithmetic and the per-copy alignment tests (raw_bulk holds both for every row).
+  const bool rows = kRawRows<R, kVDim> && !bulk && p.raw_bulk;
   const bool k_vector = p.k.chunk % R::kCopyUnits == 0, v_vector = p.v.chunk % R::kCopyUnits == 0;
   bool v_gather = false;
   int64_t e0 = 0;
   if constexpr (kVGather<kFormat, kVDim>) {
-    if (!bulk && !rows && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
+    if (!bulk && p.v_keys_vector) {  // dim-major V: a whole-page tile's dims by vector loads
       const uint32_t owned = __ballot_sync(0xFFFFFFFFu, lane < R::kKeys && entry >= 0) & 0xFFFFu;
       e0 = PACTS_SHFL(entry, 0);
       const int64_t e15 = PACTS_SHFL(entry, R::kKeys - 1);
@@ -721,7 +694,7 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     }
   }
 #pragma unroll
-  for (int n = 0; n < (bulk || rows ? 0 : R::kLoads); ++n) {
+  for (int n = 0; n < (bulk ? 0 : R::kLoads); ++n) {
     const int idx = lane + n * gpu::kWarpSize;
     const int slot = idx / R::kCopies, c = idx % R::kCopies;
     uint8_t* kd = stage + slot * R::kRowStride + c * 16;
@@ -735,6 +708,13 @@ __device__ void issue_raw(const Params& p, int64_t kv_head, int64_t entry, uint8
     const int64_t page = e >> 32, in_page = e & 0xFFFFFFFF;
     int64_t k_row = 0, v_row = 0;
     kv_rows<kFormat>(p, kv_head, page, in_page, c * R::kCopyElems, k_row, v_row);
+    if constexpr (kRawRows<R, kVDim>) {
+      if (rows) {
+        gpu::cp_async16(kd, p.k.data + (k_row * R::kUnitBytes + c * 16));
+        gpu::cp_async16(vd, p.v.data + (v_row * R::kUnitBytes + c * 16));
+        continue;
+      }
+    }
     copy_raw16<D, kFormat>(p.k, k_row, c, k_vector, kd);
     if (!v_gather) copy_raw16<D, kFormat>(p.v, v_row, c, v_vector, vd);
   }
