@@ -675,16 +675,20 @@ TEST(QualifyReport, MisbehavingPluginsGetTheirVerdictAndTheReportIsWritten) {
     const char* library;
     std::vector<std::string> verdicts;  // either
     const char* words;
+    const char* call_limit_s;  // PACTS_EXEC_TIMEOUT_S
   };
-  setenv("PACTS_EXEC_TIMEOUT_S", "1", 1);  // the hang: every call of its cases times out
-  for (const Planted& p : {Planted{"hang", PACTS_PLUGIN_HANG, {"Timeout"}, "timed out"},
-                           Planted{"slow", PACTS_PLUGIN_SLOW, {"Timeout"}, "timed out"},
-                           Planted{"heap-overflow", PACTS_PLUGIN_HEAP_OVERFLOW, {"Crash"}, "crashed"},
-                           Planted{"exit", PACTS_PLUGIN_EXIT, {"Crash"}, "crashed: exit status 0"},
-                           Planted{"write-past-out", PACTS_PLUGIN_WRITE_PAST_OUT, {"Fail", "Crash"},
-                                   "out: "},
-                           Planted{"read-past-k", PACTS_PLUGIN_READ_PAST_K, {"Crash"},
-                                   "k: an access 65536 bytes past its end"}}) {
+  // The hang and the slow plugin under a 1 s limit a call: every call of their cases times out.
+  // The others under 60 s, so that a loaded machine's slow call (a case's pools take up to
+  // 256 MiB) is never taken for what is tested: their crash or their wrong answer.
+  for (const Planted& p :
+       {Planted{"hang", PACTS_PLUGIN_HANG, {"Timeout"}, "timed out", "1"},
+        Planted{"slow", PACTS_PLUGIN_SLOW, {"Timeout"}, "timed out", "1"},
+        Planted{"heap-overflow", PACTS_PLUGIN_HEAP_OVERFLOW, {"Crash"}, "crashed", "60"},
+        Planted{"exit", PACTS_PLUGIN_EXIT, {"Crash"}, "crashed: exit status 0", "60"},
+        Planted{"write-past-out", PACTS_PLUGIN_WRITE_PAST_OUT, {"Fail", "Crash"}, "out: ", "60"},
+        Planted{"read-past-k", PACTS_PLUGIN_READ_PAST_K, {"Crash"},
+                "k: an access 65536 bytes past its end", "60"}}) {
+    setenv("PACTS_EXEC_TIMEOUT_S", p.call_limit_s, 1);
     const fs::path dir = scratch(std::string("planted-") + p.name);
     const Exit e = run_qualify("--backend none --backend-lib " + std::string(p.library) +
                                    " --property PACTS-ACC-1 --cases 2 --bench-sets none --seed 20261129"

@@ -357,6 +357,134 @@ Outcome window_truncation(PropertyContext& ctx, const CaseSpec& spec0) {
                           .c_str());
 }
 
+// META-11: a parameter that must matter changes the output. Each toggle is a pair of problems
+// over the same data that differ in one parameter (soft-cap, sinks, window, a scale doubled).
+// Where the reference answers of the pair lie further apart than the sum of both bounds, no
+// output can be within tolerance of both: the backend's two outputs must then lie at least that
+// far apart minus both bounds (a dropped parameter gives two equal outputs).
+struct Toggle {
+  std::string what;
+  CaseData a, b;
+};
+
+void scale_fp32_words(std::vector<uint8_t>& bytes, float by) {
+  for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+    float x;
+    std::memcpy(&x, &bytes[i], 4);
+    if (std::isfinite(x)) x *= by;
+    std::memcpy(&bytes[i], &x, 4);
+  }
+}
+
+std::vector<Toggle> parameter_toggles(const CaseSpec& spec, const CaseData& base) {
+  const pacts_problem& p = base.problem;
+  std::vector<Toggle> out;
+  const auto one = [&](std::string what, auto&& edit) {
+    CaseData b = base;
+    edit(b);
+    out.push_back({std::move(what), base, std::move(b)});
+  };
+  // Soft-cap: a cap the logits reach. The softmax scale of both problems is raised so that the
+  // largest |logit| of the case is about twice the cap (caps of 1, 5, 30 and 50, the generator's
+  // and the field's values), then the cap is on in one and off in the other.
+  {
+    CaseSpec none = spec;
+    none.shape.softcap = 0;
+    CaseData uncapped = none.build();
+    const reference::Output r = reference_answer(uncapped);
+    double lmax = 0;
+    for (double l : r.logit_max)
+      if (std::isfinite(l)) lmax = std::max(lmax, l);
+    const float caps[] = {1.0f, 5.0f, 30.0f, 50.0f};
+    const float cap = spec.shape.softcap > 0 ? spec.shape.softcap : caps[spec.seed % 4];
+    if (lmax > 0) {
+      const double raise = std::clamp(2.0 * cap / lmax, 1.0, 1e4);
+      uncapped.problem.softmax_scale = static_cast<float>(uncapped.problem.softmax_scale * raise);
+      CaseData capped = uncapped;
+      capped.problem.softcap = cap;
+      out.push_back({"soft-cap " + std::to_string(static_cast<int>(cap)) + " on vs off (softmax scale x" +
+                         std::to_string(raise).substr(0, 6) + ")",
+                     std::move(capped), std::move(uncapped)});
+    }
+  }
+  {  // Sinks on vs off (the sinks are drawn after every other value: the data stay the same).
+    CaseSpec other = spec;
+    other.shape.sinks = !spec.shape.sinks;
+    out.push_back({spec.shape.sinks ? "sinks vs none" : "no sinks vs sinks", base, other.build()});
+  }
+  {  // A window of half the longest context vs the case's window (or none).
+    int32_t longest = 0;
+    for (int32_t c : base.context_lens) longest = std::max(longest, c);
+    const int32_t w = p.window > 0 ? 0 : std::max(longest / 2, 1);
+    if (longest > 1)
+      one("window " + std::to_string(p.window) + " vs " + std::to_string(w),
+          [w](CaseData& c) { c.problem.window = w; });
+  }
+  one("q_scale doubled", [](CaseData& c) { c.problem.q_scale *= 2; });
+  if (p.k_scale_mode == PACTS_SCALE_PER_TENSOR)
+    one("per-tensor K scale doubled", [](CaseData& c) { c.problem.k_scale *= 2; });
+  if (p.v_scale_mode == PACTS_SCALE_PER_TENSOR)
+    one("per-tensor V scale doubled", [](CaseData& c) { c.problem.v_scale *= 2; });
+  if (p.k_scale_mode == PACTS_SCALE_PER_TOKEN)
+    one("per-token K scales doubled", [](CaseData& c) { scale_fp32_words(c.k_scale, 2); });
+  if (p.v_scale_mode == PACTS_SCALE_PER_TOKEN)
+    one("per-token V scales doubled", [](CaseData& c) { scale_fp32_words(c.v_scale, 2); });
+  return out;
+}
+
+Outcome parameters_matter(PropertyContext& ctx, const CaseSpec& spec) {
+  const CaseData base = spec.build();
+  const spec::NumericsProfile& prof = ctx.backend.profile();
+  const size_t D = static_cast<size_t>(std::max(base.problem.head_dim, 1));
+  int mattered = 0;
+  std::vector<std::string> unsupported_toggles;
+  double worst = 0;
+  for (Toggle& t : parameter_toggles(spec, base)) {
+    if (!spec::validate_problem(t.a.problem).is_ok() || !spec::validate_problem(t.b.problem).is_ok())
+      continue;
+    if (unsupported(ctx.backend, t.a.problem) || unsupported(ctx.backend, t.b.problem)) {
+      unsupported_toggles.push_back(t.what);
+      continue;
+    }
+    const reference::Output ra = reference_answer(t.a, ctx.backend);
+    const reference::Output rb = reference_answer(t.b, ctx.backend);
+    // The elements the parameter must change: separation beyond both bounds.
+    std::vector<std::pair<size_t, double>> must;  // element, separation minus both bounds
+    for (size_t e = 0; e < ra.out.size() && e < rb.out.size(); ++e) {
+      const size_t row = e / D;
+      if (ra.row_invalid[row] || rb.row_invalid[row]) continue;
+      const double x = ra.out[e], y = rb.out[e];
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      const double ba = spec::output_bound(prof, t.a.problem, reference::bound_inputs(ra, row, e), x);
+      const double bb = spec::output_bound(prof, t.b.problem, reference::bound_inputs(rb, row, e), y);
+      const double margin = std::fabs(x - y) - ba - bb;
+      if (margin > 0) must.emplace_back(e, margin);
+    }
+    if (must.empty()) continue;
+    ++mattered;
+    const Observed oa = observe(ctx.backend, t.a), ob = observe(ctx.backend, t.b);
+    if (auto o = run_failed(oa, "PACTS-META-11")) return *o;
+    if (auto o = run_failed(ob, "PACTS-META-11")) return *o;
+    for (const auto& [e, margin] : must) {
+      const double got = std::fabs(oa.out_values[e] - ob.out_values[e]);
+      const double ratio = got >= margin ? margin / std::max(got, 1e-300) : INFINITY;
+      if (!(got >= margin))
+        return Outcome::fail(t.what + ": " + element_name(t.a.problem, e, false) + " = " +
+                                 std::to_string(oa.out_values[e]) + " vs " + std::to_string(ob.out_values[e]) +
+                                 "; the references " + std::to_string(ra.out[e]) + " vs " +
+                                 std::to_string(rb.out[e]) + " need the outputs at least " +
+                                 std::to_string(margin) + " apart (the parameter was dropped or misapplied)",
+                             ratio);
+      worst = std::max(worst, ratio);
+    }
+  }
+  if (mattered == 0)
+    return Outcome::not_applicable(
+        unsupported_toggles.empty() ? "no parameter toggle of this case changes the answer beyond both bounds"
+                                    : "no supported toggle changes the answer beyond both bounds");
+  return Outcome::pass(worst);
+}
+
 Property determinism_property(const GenLimits& limits) {
   Property p = make_property("PACTS-META-2", "Determinism", Level::kMandatory, true, limits, determinism);
   p.supports = [](const Backend& b) -> std::optional<std::string> {
@@ -376,6 +504,10 @@ std::vector<Property> meta_properties() {
   small.max_batch = 8;
   GenLimits no_window = plain;
   no_window.allow_window = false;
+  // Up to eight toggles, each two references and two runs: smaller cases; page ids play no part.
+  GenLimits toggled = plain;
+  toggled.max_reference_work = int64_t{1} << 19;
+  toggled.high_page_ids = false;
   return {
       make_property("PACTS-META-1", "PagePermutationInvariance", Level::kMandatory, true, plain, page_permutation),
       determinism_property(plain),
@@ -387,6 +519,7 @@ std::vector<Property> meta_properties() {
       make_property("PACTS-META-8", "WideWindowEqualsNoWindow", Level::kMandatory, false, no_window, wide_window),
       make_property("PACTS-META-9", "NegInfSinkEqualsNoSink", Level::kMandatory, false, plain, neg_inf_sink),
       make_property("PACTS-META-10", "WindowEqualsTruncatedContext", Level::kMandatory, false, plain, window_truncation),
+      make_property("PACTS-META-11", "ParametersMatter", Level::kMandatory, false, toggled, parameters_matter),
   };
 }
 

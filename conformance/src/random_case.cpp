@@ -192,9 +192,12 @@ pacts_problem shape_problem(const CaseShape& s, int32_t num_pages, int32_t max_p
   return p;
 }
 
-CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override>& overrides) {
-  Rng rng(seed);
-  std::vector<int32_t> ctx = s.contexts;
+namespace {
+
+// The contexts (the shape's, or drawn from `rng` when it has none) and the descriptor for them:
+// the first draws of make_case, shared with case_problem so that both give the same problem.
+pacts_problem contexts_and_problem(const CaseShape& s, Rng& rng, std::vector<int32_t>& ctx) {
+  ctx = s.contexts;
   if (ctx.empty()) {
     ctx.resize(static_cast<size_t>(s.batch));
     for (int32_t& c : ctx) c = edge_context(rng, s);
@@ -205,9 +208,27 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
     used_pages += (c + s.page_size - 1) / s.page_size;
   }
   const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
+  pacts_problem p = shape_problem(s, used_pages + s.extra_pages + s.low_pages, std::max(max_pages, 1));
+  // A tiny Q (q_exponent < 0) that the Q format cannot hold goes into q_scale (make_case).
+  if (s.q_exponent != 0 && p.q_format != PACTS_FORMAT_BF16)
+    p.q_scale = static_cast<float>(std::ldexp(1.0, s.q_exponent));
+  return p;
+}
+
+}  // namespace
+
+pacts_problem case_problem(const CaseShape& s, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> ctx;
+  return contexts_and_problem(s, rng, ctx);
+}
+
+CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override>& overrides) {
+  Rng rng(seed);
+  std::vector<int32_t> ctx;
   CaseData c;
   pacts_problem& p = c.problem;
-  p = shape_problem(s, used_pages + s.extra_pages + s.low_pages, std::max(max_pages, 1));
+  p = contexts_and_problem(s, rng, ctx);
   c.allocate();
   c.context_lens = ctx;
 
@@ -242,7 +263,6 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
   // huge e8m0 K scale, spec/contract.md §2).
   const int qb = spec::element_bytes(p.q_format);
   const bool tiny_in_scale = s.q_exponent != 0 && p.q_format != PACTS_FORMAT_BF16;
-  if (tiny_in_scale) p.q_scale = static_cast<float>(std::ldexp(1.0, s.q_exponent));
   const double q_sigma = std::ldexp(qb == 1 ? 8.0 : 1.0, tiny_in_scale ? 0 : s.q_exponent);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t i = 0; i < p.q_len; ++i)

@@ -32,6 +32,11 @@ struct Tracker {
   Verdict last_verdict = Verdict::kFail;
   std::string last_detail;
   bool interrupted = false;
+  // The first failure had no low pages (CaseShape::low_pages), or failed the same way without
+  // them: every shrink candidate is then run without them. Smaller candidates become eligible for
+  // them (their pages fit kHighIdPoolBytes) and would otherwise build and run pools of up to
+  // 128 MiB each, hundreds of times. The minimal case is the one that ran.
+  bool without_low_pages = false;
 };
 
 std::string sanitize(const std::string& s) {
@@ -82,17 +87,20 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
       tracker.interrupted = true;
       RC_FAIL("interrupted");
     }
-    const CaseSpec spec = *gen_case(limits);
+    CaseSpec spec = *gen_case(limits);
     // After a timeout, shrinking would wait the timeout again on every smaller case that hangs:
     // the case that timed out is kept as it is (every shrink candidate is accepted as passing).
     if (tracker.shrinking && tracker.last_verdict == Verdict::kTimeout) return;
-    Outcome o;
-    try {
-      o = check_case(property, backend, reference, spec);
-    } catch (const std::exception& e) {
-      // A check (or a backend) that throws fails the case, which then shrinks like any other.
-      o = Outcome::fail(std::string("threw: ") + e.what());
-    }
+    if (tracker.shrinking && tracker.without_low_pages) spec.shape.low_pages = 0;
+    const auto evaluate = [&](const CaseSpec& c) {
+      try {
+        return check_case(property, backend, reference, c);
+      } catch (const std::exception& e) {
+        // A check (or a backend) that throws fails the case, which then shrinks like any other.
+        return Outcome::fail(std::string("threw: ") + e.what());
+      }
+    };
+    Outcome o = evaluate(spec);
     if (!tracker.shrinking) {
       ++stats.cases;
       if (o.verdict == Verdict::kNotSupported) {
@@ -115,6 +123,17 @@ PropertyStats run_property(const Property& property, Backend& backend, Backend& 
     // but does not fail the run; a Fail outcome fails it whatever the property's level.
     if (o.failed() || o.verdict == Verdict::kQualityWarning) {
       if (!tracker.shrinking) stats.worst_ratio = std::max(stats.worst_ratio, o.worst_ratio);
+      if (!tracker.shrinking && spec.shape.low_pages == 0) {
+        tracker.without_low_pages = true;
+      } else if (!tracker.shrinking && o.verdict != Verdict::kTimeout) {
+        CaseSpec lean = spec;
+        lean.shape.low_pages = 0;
+        if (Outcome without = evaluate(lean); without.verdict == o.verdict) {
+          tracker.without_low_pages = true;
+          spec = std::move(lean);
+          o = std::move(without);
+        }
+      }
       tracker.shrinking = true;
       tracker.last_failure = spec;
       tracker.last_detail = o.detail;

@@ -86,9 +86,14 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
                 stop.load(std::memory_order_relaxed);
     return r.stopped;
   };
+  // The 2^16 low pages (CaseShape::low_pages) stay only when the failure needs them: while they
+  // stay, every candidate builds and runs pools of up to 128 MiB each, and RapidCheck's smaller
+  // candidates draw them even where the failing case had none (their pages fit the budget).
+  bool without_low_pages = failing.spec.shape.low_pages == 0;
   // Checks a candidate and takes it when its outcome keeps the first verdict.
   const auto take = [&](conformance::CaseSpec spec) {
     spec.seed = data_seed;
+    if (without_low_pages) spec.shape.low_pages = 0;
     ++r.tries;
     const conformance::Outcome o = check(spec);
     if (o.verdict != first.verdict) return false;
@@ -97,6 +102,12 @@ ShrinkResult shrink(const Generated& failing, const conformance::Outcome& first,
     ++r.steps;
     return true;
   };
+  if (!without_low_pages && !bounded()) {
+    conformance::CaseSpec lean = failing.spec;
+    lean.shape.low_pages = 0;
+    without_low_pages = true;
+    if (!take(std::move(lean))) without_low_pages = false;
+  }
   rc::Shrinkable<conformance::CaseSpec> current = failing.shrinkable;
   bool improved = true;
   while (improved) {
@@ -149,7 +160,7 @@ using conformance::Override;
 
 bool valid(const CaseSpec& spec) {
   try {
-    return spec::validate_problem(spec.build().problem).is_ok();
+    return spec::validate_problem(conformance::case_problem(spec.shape, spec.seed)).is_ok();
   } catch (const std::exception&) {
     return false;
   }
@@ -177,6 +188,13 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec) {
     if (valid(c)) out.push_back(std::move(c));
   };
   const conformance::CaseShape& sh = spec.shape;
+  // The 2^16 low pages gone first: while they stay, every candidate builds and runs pools of up
+  // to 128 MiB each, and most failures do not need them.
+  if (sh.low_pages != 0) {
+    CaseSpec c = spec;
+    c.shape.low_pages = 0;
+    add(std::move(c));
+  }
   // One sequence fewer.
   if (sh.batch > 1 && static_cast<int32_t>(sh.contexts.size()) == sh.batch) {
     for (int32_t b = sh.batch - 1; b >= 0; --b) {
@@ -258,7 +276,6 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec) {
   option([](auto& s) { return s.bt_extra_cols != 0 ? (s.bt_extra_cols = 0, true) : false; });
   option([](auto& s) { return s.extra_pages != 0 ? (s.extra_pages = 0, true) : false; });
   option([](auto& s) { return s.share_pages ? (s.share_pages = false, true) : false; });
-  option([](auto& s) { return s.low_pages != 0 ? (s.low_pages = 0, true) : false; });
   option([](auto& s) {
     using L = conformance::PoolLayout;
     if (s.k_layout == L::kNHD && s.v_layout == L::kNHD) return false;

@@ -196,7 +196,11 @@
     "above wrap to a page 2^16 lower")                                                             \
   G(hip_page_id_16bit, narrow_page_ids, "spec/operator.md §2 (page ids 0..N-1), §3.2",             \
     "aiter #3062 in the HIP kernels: a block-table entry read through 16-bit arithmetic in the "   \
-    "key slots' lookup")
+    "key slots' lookup")                                                                           \
+  /* kernels/host/ again (appended) */                                                             \
+  X(softcap_dropped_from_40, dropped_parameter, "spec/operator.md §7",                             \
+    "flashinfer #1193: the soft-cap silently dropped on one path (here: caps of 40 and above, "   \
+    "such as Gemma 2's 50, which logits of a few units barely feel)")
 
 namespace pacts::kernels::common {
 

@@ -292,7 +292,8 @@ inline void row_step(const pacts_problem& p, Scratch<D>& s, int r, int ja, int j
   if (PACTS_MUTANT(softcap_on_unscaled_logits) && p.softcap > 0.0f)  // capped before tau
     for (int j = 0; j < kTile; ++j)
       logit[j] = common::soft_cap(logit[j] / p.softmax_scale, p.softcap) * p.softmax_scale;
-  if (p.softcap > 0.0f && !PACTS_MUTANT(softcap_on_unscaled_logits))
+  if (p.softcap > 0.0f && !PACTS_MUTANT(softcap_on_unscaled_logits) &&
+      !(PACTS_MUTANT(softcap_dropped_from_40) && p.softcap >= 40.0f))
     for (int j = ja; j < jb; ++j) logit[j] = common::soft_cap(logit[j], p.softcap);
   float tile_max = -INFINITY;
   for (int j = ja; j < jb; ++j) tile_max = common::max_finite(tile_max, logit[j]);

@@ -61,6 +61,10 @@ CaseShape random_shape(uint64_t seed, int32_t max_context = 80);
 // file's reader checks it, and the memory its buffers take, before make_case allocates them.
 pacts_problem shape_problem(const CaseShape& shape, int32_t num_pages, int32_t max_pages_per_seq);
 
+// The descriptor make_case(shape, seed) builds, without allocating or filling its buffers (a
+// shrinker checks its candidates with it; a high-page-id case's pools take up to 256 MiB).
+pacts_problem case_problem(const CaseShape& shape, uint64_t seed);
+
 // Builds the problem and fills every row of every page (owned or not) and every query with data
 // of moderate magnitude, then applies the overrides (owned positions only). Unowned rows thus
 // hold ordinary data; poison them with poison_unowned. Physical pages are a random permutation.

@@ -50,7 +50,10 @@
   X(plan_dependence, "spec/operator.md §11.1",                                                    \
     "the batch-invariant plan's split taken from the batch")                                      \
   X(narrow_page_ids, "spec/operator.md §2 (page ids 0..N-1), §3.2",                               \
-    "page ids read or multiplied in 16- or 24-bit arithmetic, which wrap at 2^16 or 2^24 pages")
+    "page ids read or multiplied in 16- or 24-bit arithmetic, which wrap at 2^16 or 2^24 pages") \
+  X(dropped_parameter, "spec/operator.md §5-§8",                                                  \
+    "a parameter (soft-cap, sinks, window, a scale) ignored on one path, where the generated "    \
+    "values rarely make it matter")
 
 namespace pacts::spec {
 
