@@ -510,5 +510,47 @@ TEST(Runner, NotApplicableIsNeitherAPassNorNotSupported) {
   EXPECT_EQ(b.not_supported, 0);
 }
 
+// Shrinking and the 2^16 low pages of high-page-id cases (CaseShape::low_pages): a failure that
+// does not need them shrinks through candidates without them (every candidate the check sees
+// after the first failure has none, and so has the minimal case), while one that needs them keeps
+// them to the end. Without the first rule a shrink that passes through candidates small enough for
+// the low pages builds pools of up to 128 MiB each, hundreds of times.
+TEST(Runner, ShrinkingKeepsTheLowPagesOnlyWhereTheFailureNeedsThem) {
+  auto backend = make_reference_backend();
+  auto reference = make_reference_backend();
+  RunOptions options;
+  options.seed = kSeed;
+  options.cases = 200;
+  bool failing = false;
+  int64_t later_with_low_pages = 0, later = 0;
+  const Property every = make_property(
+      "PACTS-ACC-1", "EveryCase", Level::kMandatory, false, GenLimits{},
+      [&](PropertyContext&, const CaseSpec& c) {
+        if (failing) {
+          ++later;
+          later_with_low_pages += c.shape.low_pages != 0;
+        }
+        failing = true;
+        return Outcome::fail("every case fails");
+      });
+  const PropertyStats a = run_property(every, *backend, *reference, options);
+  ASSERT_EQ(a.verdict, Verdict::kFail);
+  ASSERT_TRUE(a.minimal.has_value());
+  EXPECT_EQ(a.minimal->shape.low_pages, 0);
+  EXPECT_GT(later, 0);
+  EXPECT_EQ(later_with_low_pages, 0);
+
+  // Fails only with the low pages: the first failing case has them, and so does the minimal one.
+  const Property high = make_property(
+      "PACTS-ACC-1", "OnlyHighIds", Level::kMandatory, false, GenLimits{},
+      [](PropertyContext&, const CaseSpec& c) {
+        return c.shape.low_pages != 0 ? Outcome::fail("a page id past 16 bits") : Outcome::pass();
+      });
+  const PropertyStats b = run_property(high, *backend, *reference, options);
+  ASSERT_EQ(b.verdict, Verdict::kFail) << "no generated case had the low pages";
+  ASSERT_TRUE(b.minimal.has_value());
+  EXPECT_EQ(b.minimal->shape.low_pages, kLowPages);
+}
+
 }  // namespace
 }  // namespace pacts::conformance

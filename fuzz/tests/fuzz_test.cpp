@@ -218,6 +218,39 @@ TEST(FuzzShrink, GreedyShrinkEndsAtTheFailuresBoundary) {
   EXPECT_EQ(shrunk, 5);
 }
 
+// The 2^16 low pages (CaseShape::low_pages, pools of up to 128 MiB): a failure that does not need
+// them shrinks without them, every candidate after the first check included; one that needs them
+// keeps them.
+TEST(FuzzShrink, TheLowPagesStayOnlyWhereTheFailureNeedsThem) {
+  const pc::Property* p = pc::find_property("PACTS-ACC-1");
+  ASSERT_NE(p, nullptr);
+  const rc::Gen<pc::CaseSpec> gen = pc::gen_case(p->limits);
+  const std::atomic<bool> no_stop{false};
+  int with_low_pages = 0;
+  for (int64_t i = 0; i < 400 && with_low_pages < 3; ++i) {
+    const pf::Generated g = *pf::generate(gen, {kSeed, {0, 1}, i});
+    if (g.spec.shape.low_pages == 0) continue;
+    ++with_low_pages;
+    int64_t checks = 0, checks_with_low_pages = 0;
+    const pf::CheckFn any = [&](const pc::CaseSpec& c) {
+      ++checks;
+      checks_with_low_pages += c.shape.low_pages != 0;
+      return pc::Outcome::fail("every case");
+    };
+    const pf::ShrinkResult r = pf::shrink(g, any(g.spec), g.spec.seed, any, {}, no_stop);
+    EXPECT_EQ(r.minimal.shape.low_pages, 0) << pc::describe(r.minimal);
+    EXPECT_GT(checks, 2);
+    EXPECT_EQ(checks_with_low_pages, 1);  // the failing case's own first check only
+    const pf::CheckFn needs = [](const pc::CaseSpec& c) {
+      return c.shape.low_pages != 0 ? pc::Outcome::fail("a page id past 16 bits") : pc::Outcome::pass();
+    };
+    const pf::ShrinkResult k = pf::shrink(g, needs(g.spec), g.spec.seed, needs, {}, no_stop);
+    EXPECT_EQ(k.minimal.shape.low_pages, pc::kLowPages) << pc::describe(k.minimal);
+    EXPECT_TRUE(needs(k.minimal).failed());
+  }
+  EXPECT_EQ(with_low_pages, 3);
+}
+
 // A case the generator cannot produce is reported (and the campaign counts it as discarded), as
 // RapidCheck's own loop discards it; it never ends the campaign.
 TEST(FuzzStream, GenerationFailureIsADiscardNotACrash) {
