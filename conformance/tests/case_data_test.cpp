@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 
 namespace pacts::conformance {
@@ -100,6 +102,26 @@ TEST(RandomCase, EveryGeneratedCaseIsValid) {
     CaseData c = make_case(random_shape(seed), seed);
     const spec::Status s = spec::validate(c.problem, c.buffers());
     ASSERT_TRUE(s.is_ok()) << "seed " << seed << ": " << s.to_string();
+  }
+}
+
+// case_problem (the shrinkers validate their candidates with it, without building their data) is
+// make_case's problem, byte for byte: contexts drawn from the seed or given, q_scale of a tiny
+// query, the low pages' count. The shapes without contexts draw them from the case's seed.
+TEST(RandomCase, CaseProblemIsTheBuiltCasesProblem) {
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    CaseShape s = random_shape(seed);
+    if (seed % 3 == 0) s.contexts.clear();
+    if (seed % 5 == 0) s.q_exponent = -40;
+    // Compared byte for byte with the one padding gap (before q_layout) cleared.
+    const auto bytes_of = [](pacts_problem p) {
+      const size_t from = offsetof(pacts_problem, want_lse) + sizeof p.want_lse;
+      std::memset(reinterpret_cast<unsigned char*>(&p) + from, 0, offsetof(pacts_problem, q_layout) - from);
+      return p;
+    };
+    const pacts_problem want = bytes_of(make_case(s, seed).problem);
+    const pacts_problem got = bytes_of(case_problem(s, seed));
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof want), 0) << "seed " << seed;
   }
 }
 
