@@ -448,8 +448,12 @@ Outcome parameters_matter(PropertyContext& ctx, const CaseSpec& spec) {
     }
     const reference::Output ra = reference_answer(t.a, ctx.backend);
     const reference::Output rb = reference_answer(t.b, ctx.backend);
-    // The elements the parameter must change: separation beyond both bounds.
-    std::vector<std::pair<size_t, double>> must;  // element, separation minus both bounds
+    // The elements the parameter must change: the references' separation beyond both bounds.
+    struct Must {
+      size_t e;
+      double separation, bounds;
+    };
+    std::vector<Must> must;
     for (size_t e = 0; e < ra.out.size() && e < rb.out.size(); ++e) {
       const size_t row = e / D;
       if (ra.row_invalid[row] || rb.row_invalid[row]) continue;
@@ -457,23 +461,26 @@ Outcome parameters_matter(PropertyContext& ctx, const CaseSpec& spec) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       const double ba = spec::output_bound(prof, t.a.problem, reference::bound_inputs(ra, row, e), x);
       const double bb = spec::output_bound(prof, t.b.problem, reference::bound_inputs(rb, row, e), y);
-      const double margin = std::fabs(x - y) - ba - bb;
-      if (margin > 0) must.emplace_back(e, margin);
+      if (std::fabs(x - y) > ba + bb) must.push_back({e, std::fabs(x - y), ba + bb});
     }
     if (must.empty()) continue;
     ++mattered;
     const Observed oa = observe(ctx.backend, t.a), ob = observe(ctx.backend, t.b);
     if (auto o = run_failed(oa, "PACTS-META-11")) return *o;
     if (auto o = run_failed(ob, "PACTS-META-11")) return *o;
-    for (const auto& [e, margin] : must) {
-      const double got = std::fabs(oa.out_values[e] - ob.out_values[e]);
-      const double ratio = got >= margin ? margin / std::max(got, 1e-300) : INFINITY;
-      if (!(got >= margin))
-        return Outcome::fail(t.what + ": " + element_name(t.a.problem, e, false) + " = " +
-                                 std::to_string(oa.out_values[e]) + " vs " + std::to_string(ob.out_values[e]) +
-                                 "; the references " + std::to_string(ra.out[e]) + " vs " +
-                                 std::to_string(rb.out[e]) + " need the outputs at least " +
-                                 std::to_string(margin) + " apart (the parameter was dropped or misapplied)",
+    // The error is how much closer the two outputs are than the references; the bound is the
+    // sum of both bounds (error/bound <= 1 holds for any pair of outputs within ACC-1).
+    for (const Must& m : must) {
+      const double got = std::fabs(oa.out_values[m.e] - ob.out_values[m.e]);
+      const double closer = m.separation - got;
+      const double ratio = std::isnan(got) ? INFINITY : std::max(closer, 0.0) / m.bounds;
+      if (!(ratio <= 1))
+        return Outcome::fail(t.what + ": " + element_name(t.a.problem, m.e, false) + " = " +
+                                 std::to_string(oa.out_values[m.e]) + " vs " +
+                                 std::to_string(ob.out_values[m.e]) + "; the references " +
+                                 std::to_string(ra.out[m.e]) + " vs " + std::to_string(rb.out[m.e]) +
+                                 " need the outputs at least " + std::to_string(m.separation - m.bounds) +
+                                 " apart (the parameter was dropped or misapplied)",
                              ratio);
       worst = std::max(worst, ratio);
     }
