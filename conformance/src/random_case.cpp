@@ -194,6 +194,10 @@ pacts_problem shape_problem(const CaseShape& s, int32_t num_pages, int32_t max_p
 
 namespace {
 
+// A tiny Q (q_exponent < 0) that the Q format cannot hold: bf16 holds it in its data, fp16 and fp8
+// cannot, so it goes into q_scale, a power of two.
+bool tiny_query_in_scale(const CaseShape& s) { return s.q_exponent != 0 && s.q_format != PACTS_FORMAT_BF16; }
+
 // The contexts (the shape's, or drawn from `rng` when it has none) and the descriptor for them:
 // the first draws of make_case, shared with case_problem so that both give the same problem.
 pacts_problem contexts_and_problem(const CaseShape& s, Rng& rng, std::vector<int32_t>& ctx) {
@@ -209,9 +213,7 @@ pacts_problem contexts_and_problem(const CaseShape& s, Rng& rng, std::vector<int
   }
   const int32_t max_pages = (longest + s.page_size - 1) / s.page_size + s.bt_extra_cols;
   pacts_problem p = shape_problem(s, used_pages + s.extra_pages + s.low_pages, std::max(max_pages, 1));
-  // A tiny Q (q_exponent < 0) that the Q format cannot hold goes into q_scale (make_case).
-  if (s.q_exponent != 0 && p.q_format != PACTS_FORMAT_BF16)
-    p.q_scale = static_cast<float>(std::ldexp(1.0, s.q_exponent));
+  if (tiny_query_in_scale(s)) p.q_scale = static_cast<float>(std::ldexp(1.0, s.q_exponent));
   return p;
 }
 
@@ -262,7 +264,7 @@ CaseData make_case(const CaseShape& s, uint64_t seed, const std::vector<Override
   // q_scale, a power of two (the aiter case: fp8 Q whose small q_scale must be applied before a
   // huge e8m0 K scale, spec/contract.md §2).
   const int qb = spec::element_bytes(p.q_format);
-  const bool tiny_in_scale = s.q_exponent != 0 && p.q_format != PACTS_FORMAT_BF16;
+  const bool tiny_in_scale = tiny_query_in_scale(s);
   const double q_sigma = std::ldexp(qb == 1 ? 8.0 : 1.0, tiny_in_scale ? 0 : s.q_exponent);
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t i = 0; i < p.q_len; ++i)

@@ -188,13 +188,6 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec) {
     if (valid(c)) out.push_back(std::move(c));
   };
   const conformance::CaseShape& sh = spec.shape;
-  // The 2^16 low pages gone first: while they stay, every candidate builds and runs pools of up
-  // to 128 MiB each, and most failures do not need them.
-  if (sh.low_pages != 0) {
-    CaseSpec c = spec;
-    c.shape.low_pages = 0;
-    add(std::move(c));
-  }
   // One sequence fewer.
   if (sh.batch > 1 && static_cast<int32_t>(sh.contexts.size()) == sh.batch) {
     for (int32_t b = sh.batch - 1; b >= 0; --b) {
@@ -276,6 +269,7 @@ std::vector<CaseSpec> reductions(const CaseSpec& spec) {
   option([](auto& s) { return s.bt_extra_cols != 0 ? (s.bt_extra_cols = 0, true) : false; });
   option([](auto& s) { return s.extra_pages != 0 ? (s.extra_pages = 0, true) : false; });
   option([](auto& s) { return s.share_pages ? (s.share_pages = false, true) : false; });
+  option([](auto& s) { return s.low_pages != 0 ? (s.low_pages = 0, true) : false; });
   option([](auto& s) {
     using L = conformance::PoolLayout;
     if (s.k_layout == L::kNHD && s.v_layout == L::kNHD) return false;
